@@ -1,0 +1,106 @@
+"""The roofline's ceilings, measured on the GPU at hand, with the datasheet's figures beside them.
+
+* DRAM bandwidth: a large device-to-device copy, bytes read + written.
+* FP32 FMA peak: study/kernels/fma_peak.cu, independent FMA chains on every lane.
+* Tensor-core peaks: the largest cuBLAS GEMM (8192^3) for fp16, bf16 and tf32, torch._int_mm for int8.
+  A library GEMM reaches ~75-85% of the datasheet rate, so these are "achievable" ceilings.
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import torch
+
+# Dense (non-sparse) rates: the datasheets print the tensor-core figures "with sparsity", i.e. doubled.
+_H100_SXM = "NVIDIA H100 Tensor Core GPU datasheet (SXM5; tensor figures halved from the with-sparsity values)"
+_H100_PCIE = "NVIDIA H100 Tensor Core GPU datasheet (PCIe; tensor figures halved from the with-sparsity values)"
+_H200 = "NVIDIA H200 Tensor Core GPU datasheet (SXM; tensor figures halved from the with-sparsity values)"
+DATASHEET = {
+    "H100 PCIe": dict(dram_gbps=2000, fp32_fma_tflops=51, tf32_tc_tflops=378, fp16_tc_tflops=756,
+                      bf16_tc_tflops=756, int8_tc_tops=1513, source=_H100_PCIE),
+    "H100": dict(dram_gbps=3350, fp32_fma_tflops=67, tf32_tc_tflops=494.5, fp16_tc_tflops=989.5,
+                 bf16_tc_tflops=989.5, int8_tc_tops=1979, source=_H100_SXM),
+    "H200": dict(dram_gbps=4800, fp32_fma_tflops=67, tf32_tc_tflops=494.5, fp16_tc_tflops=989.5,
+                 bf16_tc_tflops=989.5, int8_tc_tops=1979, source=_H200),
+}
+
+
+def datasheet(gpu_name: str) -> dict:
+    for key in DATASHEET:              # most specific first ("H100 PCIe" before "H100")
+        if key in gpu_name:
+            return dict(DATASHEET[key])
+    return {}
+
+
+def _median_ms(fn, reps: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); fn(); e.record(); e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def dram_gbps(device, nbytes: int = 2 << 30) -> float:
+    x = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
+    y = torch.empty_like(x)
+    ms = _median_ms(lambda: y.copy_(x), 20)
+    return 2 * nbytes / (ms * 1e6)
+
+
+def fp32_fma_tflops(device) -> float:
+    from . import cuda_launch
+    from .registry import ROOT
+    k = cuda_launch.kernel(ROOT / "study" / "kernels" / "fma_peak.cu", "fma_peak", device)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    blocks, threads, iters = sms * 8, 256, 4096
+    out = torch.empty(blocks * threads, device=device)
+    run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
+                                     [("ptr", out), ("int", iters), ("float", 1.0)], device)
+    ms = _median_ms(run, 10)
+    ilp, unroll = 8, 16                     # must match fma_peak.cu
+    return 2 * ilp * unroll * iters * blocks * threads / (ms * 1e9)
+
+
+def gemm_tflops(device, dtype: torch.dtype, n: int = 8192, tf32: bool = False) -> float:
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        mm = (lambda: torch._int_mm(a, b)) if dtype == torch.int8 else (lambda: a @ b)
+        ms = _median_ms(mm, 20)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    return 2 * n**3 / (ms * 1e9)
+
+
+def measure(device, clock) -> dict:
+    """Every ceiling, each with the mean SM clock NVML saw while it ran."""
+    gpu = torch.cuda.get_device_name(device)
+    probes = {
+        "dram_gbps": (lambda: dram_gbps(device), "device-to-device copy of 2 GiB (bytes read + written), median of 20"),
+        "fp32_fma_tflops": (lambda: fp32_fma_tflops(device), "fma_peak.cu: 8 independent FMA chains per thread, 8 blocks of 256 per SM, median of 10"),
+        "tf32_tc_tflops": (lambda: gemm_tflops(device, torch.float32, tf32=True), "cuBLAS 8192^3 fp32 with TF32 on, median of 20"),
+        "fp16_tc_tflops": (lambda: gemm_tflops(device, torch.float16), "cuBLAS 8192^3 fp16, median of 20"),
+        "bf16_tc_tflops": (lambda: gemm_tflops(device, torch.bfloat16), "cuBLAS 8192^3 bf16, median of 20"),
+        "int8_tc_tops": (lambda: gemm_tflops(device, torch.int8), "torch._int_mm 8192^3 int8->int32, median of 20"),
+    }
+    measured, clocks, method, errors = {}, {}, {}, {}
+    for key, (fn, how) in probes.items():
+        try:
+            with clock.sampling() as clk:
+                measured[key] = fn()
+            clocks[key], method[key] = clk["mean"], how
+        except Exception as e:  # one missing ceiling should not cost the others
+            measured[key], errors[key] = None, f"{type(e).__name__}: {e}"
+    return {"gpu": gpu, "measured": measured, "datasheet": datasheet(gpu), "sm_clock_mhz": clocks,
+            "method": method, "errors": errors}
+
+
+def write(path: Path, ceilings: dict) -> None:
+    import json
+    path.write_text(json.dumps(ceilings, indent=2))

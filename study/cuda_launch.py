@@ -1,0 +1,98 @@
+"""Launch cubins on torch tensors through NVIDIA's cuda-python driver bindings (cuda.bindings.driver).
+
+No torch C++ extension: the cubin is loaded with cuModuleLoad into torch's own (primary) context and
+launched with cuLaunchKernel on torch's current stream, so kernels order correctly with torch work and
+with the runner's CUDA events.  Every driver call's status is checked.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from dataclasses import dataclass
+
+import torch
+
+from .cuda_build import Cubin, arch_for_capability, build
+
+
+class CudaLaunchError(RuntimeError):
+    pass
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise CudaLaunchError("cuda-python is missing: pip install cuda-bindings (the GPU image has it)") from e
+    return driver
+
+
+def check(result, what: str):
+    """cuda.bindings returns (CUresult, *values); raise on anything but CUDA_SUCCESS."""
+    drv = _driver()
+    err, *vals = result if isinstance(result, tuple) else (result,)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        _, text = drv.cuGetErrorString(err)
+        raise CudaLaunchError(f"{what} failed: {name.decode() if name else err}: {text.decode() if text else ''}")
+    return vals[0] if len(vals) == 1 else tuple(vals)
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=None)
+def _primary_context(device_index: int):
+    drv = _driver()
+    check(drv.cuInit(0), "cuInit")
+    dev = check(drv.cuDeviceGet(device_index), "cuDeviceGet")
+    return check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+
+
+def device_arch(device: torch.device) -> str:
+    major, minor = torch.cuda.get_device_capability(device)
+    return arch_for_capability(major, minor)
+
+
+@dataclass
+class LoadedKernel:
+    function: object
+    cubin: Cubin
+    entry: str
+
+
+@functools.lru_cache(maxsize=None)
+def _load(source: str, entry: str, device_index: int, max_dynamic_smem: int) -> LoadedKernel:
+    drv = _driver()
+    with _lock:
+        cubin = build(source, device_arch(torch.device("cuda", device_index)))
+        check(drv.cuCtxSetCurrent(_primary_context(device_index)), "cuCtxSetCurrent")
+        module = check(drv.cuModuleLoad(str(cubin.path).encode()), f"cuModuleLoad({cubin.path.name})")
+        fn = check(drv.cuModuleGetFunction(module, entry.encode()), f"cuModuleGetFunction({entry})")
+        if max_dynamic_smem > 48 * 1024:  # above 48 KiB a kernel must opt in explicitly
+            attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(drv.cuFuncSetAttribute(fn, attr, max_dynamic_smem), f"cuFuncSetAttribute({entry})")
+    return LoadedKernel(fn, cubin, entry)
+
+
+def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int = 0) -> LoadedKernel:
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    return _load(str(source), entry, idx, max_dynamic_smem)
+
+
+# Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
+CTYPES = {"int": ctypes.c_int, "i64": ctypes.c_longlong, "float": ctypes.c_float, "ptr": ctypes.c_void_p}
+
+
+def launch(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+           args: list[tuple[str, object]], device: torch.device) -> None:
+    drv = _driver()
+    values = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for _, a in args)
+    types = tuple(CTYPES[t] for t, _ in args)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    with torch.cuda.device(device):
+        check(drv.cuCtxSetCurrent(_primary_context(device.index if device.index is not None
+                                                   else torch.cuda.current_device())), "cuCtxSetCurrent")
+        check(drv.cuLaunchKernel(k.function, *grid, *block, smem, drv.CUstream(stream), (values, types), 0),
+              f"cuLaunchKernel({k.entry})")

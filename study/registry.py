@@ -1,0 +1,212 @@
+"""Every implementation, declared once.  This is also the study's public Python API.
+
+    import study
+    for impl in study.implementations():
+        print(impl.name, impl.backend, impl.dtypes)
+    d = study.get("cuda:03_smem_tiling")(a, b)                 # D = A @ B
+    d = study.get("triton:tuned")(a, b, c, alpha=2.0, beta=0.5) # D = 2 A @ B + 0.5 C
+
+An implementation is a stage's CUDA kernel, its Triton counterpart, or a baseline (cuBLAS through torch,
+the tuned Triton matmul).  The runner, the sweep and the report only ever see `Impl` objects: adding a
+stage means adding its two source files and one `_stage(...)` line below.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .stages import STAGES, Stage, stage
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA_DIR = ROOT / "cuda_kernels"
+TRITON_DIR = ROOT / "triton_kernels"
+
+# Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
+FP32 = {"fp32": "fp32"}
+TF32 = {"fp32": "tf32"}
+HALF = {"fp16": "fp16/fp32acc", "bf16": "bf16/fp32acc"}
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class CudaLaunch:
+    """How a cuda_kernels/*.cu entry is launched: one block per `tile` of D, `block` threads each."""
+    source: str
+    entry: str
+    block: tuple[int, int, int]
+    tile: tuple[int, int]            # (rows, cols) of D per block
+    rows_on_x: bool = False          # grid.x walks M (stage 01's uncoalesced map) instead of N
+    dynamic_smem: int = 0
+    spills_ok: bool = False          # CI fails on register spills unless a kernel declares them deliberate
+
+    def grid(self, name: str, M: int, N: int) -> tuple[int, int, int]:
+        over_m, over_n = -(-M // self.tile[0]), -(-N // self.tile[1])
+        gx, gy = (over_m, over_n) if self.rows_on_x else (over_n, over_m)
+        if gx > 2**31 - 1 or gy > 65535:
+            raise ValueError(f"{name}: a {M}x{N} output needs a {gx}x{gy} grid; this stage's launch allows "
+                             f"grid.x <= 2**31-1 and grid.y <= 65535")
+        return gx, gy, 1
+
+    def __call__(self, name: str, p) -> None:
+        from . import cuda_launch
+        M, N, K = p.mnk
+        grid = self.grid(name, M, N)
+        k = cuda_launch.kernel(CUDA_DIR / self.source, self.entry, p.a.device, self.dynamic_smem)
+        c = p.c if p.c is not None else p.out   # never read when beta == 0 (the kernel checks beta)
+        cuda_launch.launch(k, grid, self.block, self.dynamic_smem, [
+            ("int", M), ("int", N), ("int", K), ("float", p.alpha),
+            ("ptr", p.a), ("i64", p.a.stride(0)), ("ptr", p.b), ("i64", p.b.stride(0)),
+            ("float", p.beta), ("ptr", c), ("i64", c.stride(0)), ("ptr", p.out), ("i64", p.out.stride(0)),
+        ], p.a.device)
+
+    def resources(self) -> dict:
+        from .cuda_build import build
+        r = build(CUDA_DIR / self.source).resources[self.entry]
+        return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem, "spills": r.spills}
+
+
+@dataclass(frozen=True)
+class TritonLaunch:
+    """A function `fn(problem)` in a triton_kernels module; imported on first use (so TRITON_INTERPRET,
+    which Triton reads when the module's kernels are decorated, is honoured)."""
+    module: str                      # file stem in triton_kernels/, e.g. "01_naive"
+    fn: str = "gemm"
+    _last: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __call__(self, name: str, p) -> None:
+        mod = importlib.import_module(f"triton_kernels.{self.module}")
+        self._last["kernel"] = getattr(mod, self.fn)(p)
+
+    def resources(self) -> dict | None:
+        k = self._last.get("kernel")
+        if k is None or not hasattr(k, "metadata"):
+            return None
+        return {"registers": getattr(k, "n_regs", None), "smem_bytes": getattr(k.metadata, "shared", None),
+                "spills": getattr(k, "n_spills", None)}
+
+
+@dataclass(frozen=True)
+class TorchLaunch:
+    """A function in study.cublas."""
+    fn: str
+
+    def __call__(self, name: str, p) -> None:
+        from . import cublas
+        getattr(cublas, self.fn)(p)
+
+    def resources(self) -> None:
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class Impl:
+    name: str
+    backend: str                           # "cuda" | "triton" | "cublas"
+    stage: Stage | None                    # None for baselines
+    dtypes: dict[str, str]                 # input dtype -> precision label
+    launch: CudaLaunch | TritonLaunch | TorchLaunch
+    sources: tuple[Path, ...]
+    title: str = ""
+    out_dtypes: dict[str, str] = field(default_factory=dict)
+    layouts: tuple[str, ...] = ("row-major",)
+
+    def __call__(self, a, b, c=None, alpha=1.0, beta=0.0, out=None):
+        """D = alpha * A @ B + beta * C, checked against the contract before launch; returns D."""
+        from .contract import validate
+        p = validate(self.name, self.dtypes, self.out_dtypes, a, b, c, alpha, beta, out,
+                     allow_cpu=self.backend == "triton" and _interpreting())
+        self.launch(self.name, p)
+        return p.out
+
+    @property
+    def stage_label(self) -> str:
+        return self.stage.number if self.stage else "baseline"
+
+    def precision(self, dtype: str) -> str:
+        return self.dtypes[dtype]
+
+    def resources(self) -> dict | None:
+        """Registers, shared memory and spills: from ptxas (CUDA) or the last compiled kernel (Triton)."""
+        return self.launch.resources()
+
+    def source_sha256(self) -> str:
+        """What GPU evidence is keyed by: the kernel's source files and its launch declaration."""
+        h = hashlib.sha256()
+        for p in self.sources:
+            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(repr(self.launch).encode())
+        return h.hexdigest()
+
+
+def _cuda_sources(name: str) -> tuple[Path, ...]:
+    from .cuda_build import source_closure
+    return tuple(source_closure(CUDA_DIR / name))
+
+
+def _triton_sources(module: str) -> tuple[Path, ...]:
+    return (TRITON_DIR / f"{module}.py", TRITON_DIR / "_common.py")
+
+
+def _stage(number: str, cuda: CudaLaunch, dtypes: dict[str, str]) -> list[Impl]:
+    """A ladder stage: its CUDA kernel and the Triton module of the same number and name."""
+    s = stage(number)
+    assert cuda.source == f"{s.key}.cu", (cuda.source, s.key)
+    return [
+        Impl(f"cuda:{s.key}", "cuda", s, dtypes, cuda, _cuda_sources(cuda.source), s.title),
+        Impl(f"triton:{s.key}", "triton", s, dtypes, TritonLaunch(s.key), _triton_sources(s.key), s.title),
+    ]
+
+
+_IMPLS: list[Impl] = [
+    *_stage("01", CudaLaunch("01_naive.cu", "sgemm_naive", (32, 32, 1), (32, 32), rows_on_x=True), FP32),
+    *_stage("02", CudaLaunch("02_coalesced.cu", "sgemm_coalesced", (32, 32, 1), (32, 32)), FP32),
+    *_stage("03", CudaLaunch("03_smem_tiling.cu", "sgemm_smem_tiling", (32, 32, 1), (32, 32)), FP32),
+    Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
+         (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
+    Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
+         (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 on)"),
+    Impl("triton:tuned", "triton", None, {**FP32, **HALF}, TritonLaunch("baseline_tuned", "gemm_ieee"),
+         _triton_sources("baseline_tuned"), "Tuned Triton matmul (tl.dot, autotuned)"),
+    Impl("triton:tuned-tf32", "triton", None, TF32, TritonLaunch("baseline_tuned", "gemm_tf32"),
+         _triton_sources("baseline_tuned"), "Tuned Triton matmul, TF32"),
+]
+_BY_NAME = {i.name: i for i in _IMPLS}
+assert len(_BY_NAME) == len(_IMPLS), "duplicate implementation names"
+
+
+def implementations(backend: str | None = None, dtype: str | None = None) -> list[Impl]:
+    return [i for i in _IMPLS if (backend is None or i.backend == backend) and (dtype is None or dtype in i.dtypes)]
+
+
+def get(name: str) -> Impl:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no implementation {name!r}; registered: {sorted(_BY_NAME)}") from None
+
+
+def stages() -> tuple[Stage, ...]:
+    return STAGES
+
+
+def baseline_for(dtype: str, precision: str) -> Impl:
+    """The cuBLAS entry a row is compared with: same input dtype and, where cuBLAS has it, same precision."""
+    cands = [i for i in implementations("cublas", dtype)]
+    for i in cands:
+        if i.dtypes[dtype] == precision:
+            return i
+    return cands[0]
+
+
+def cuda_sources() -> list[tuple[Path, str, bool]]:
+    """(source, entry, spills_ok) for every CUDA kernel the study compiles, ladder and ceiling benchmarks."""
+    out = [(CUDA_DIR / i.launch.source, i.launch.entry, i.launch.spills_ok)
+           for i in _IMPLS if isinstance(i.launch, CudaLaunch)]
+    return out + [(ROOT / "study" / "kernels" / "fma_peak.cu", "fma_peak", False)]

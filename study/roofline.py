@@ -1,0 +1,355 @@
+"""Roofline and TFLOP/s-vs-size figures for the report.
+
+Matplotlib objects are built without pyplot, so rendering never touches a display or a global backend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import LogFormatter, NullLocator
+
+from study.stages import STAGES
+
+NUMERIC = ("M", "N", "K", "alpha", "beta", "tflops", "intensity")
+
+# Compute ceilings in a fixed order with fixed, dark colours, so that they never read as stage markers
+# (which use the bright colourblind palette) and look the same on every figure.
+CEILINGS: dict[str, tuple[str, str]] = {
+    "fp32_fma_tflops": ("FP32 FMA", "#8c0800"),
+    "tf32_tc_tflops": ("TF32 TC", "#001c7f"),
+    "fp16_tc_tflops": ("FP16 TC", "#12711c"),
+    "bf16_tc_tflops": ("BF16 TC", "#591e71"),
+    "int8_tc_tops": ("INT8 TC", "#b8850a"),
+}
+DRAM_KEY, DRAM_COLOUR = "dram_gbps", "#3c3c3c"
+OTHER_CEILING_COLOUR = "#592f0d"
+
+# The ceilings that actually bound a given input dtype; the others are drawn fainter for context.
+RELEVANT = {
+    "fp32": {"fp32_fma_tflops", "tf32_tc_tflops"},
+    "tf32": {"tf32_tc_tflops"},
+    "fp16": {"fp16_tc_tflops"},
+    "bf16": {"bf16_tc_tflops"},
+    "int8": {"int8_tc_tops"},
+}
+
+STAGE_MARKERS = ("o", "s", "^", "D", "v", "<", ">", "h", "p", "d", "8", "H")
+# Grey and pale yellow are left out of the stage colours: grey belongs to cuBLAS, yellow is unreadable.
+STAGE_COLOURS = [c for i, c in enumerate(sns.color_palette("colorblind").as_hex()) if i not in (7, 8)]
+BASELINE_STYLES = {"cublas": ("#000000", "*"), "cublas:tf32": ("#7a7a7a", "X"), "triton:tuned": ("#b5179e", "P")}
+EXTRA_BASELINE_STYLES = (("#4d4d4d", "p"), ("#a0522d", "d"), ("#2f4f4f", "h"))
+
+PANELS = (("CUDA", "cuda"), ("Triton", "triton"))
+LINESTYLES = {"cuda": "-", "triton": "--", "cublas": "-"}
+
+
+@dataclass(frozen=True)
+class Style:
+    colour: str
+    marker: str
+    label: str
+    order: int
+
+
+def as_bool(s: pd.Series) -> pd.Series:
+    if s.dtype == bool:
+        return s
+    return s.astype(str).str.strip().str.lower().isin({"true", "1", "yes"})
+
+
+def prepare(df: pd.DataFrame) -> pd.DataFrame:
+    """Coerce the columns the figures use, so a frame read any way (all-str, or by pandas' guesses) works."""
+    df = df.copy()
+    for col in NUMERIC:
+        df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
+    for col in ("stage", "impl", "backend", "dtype", "shape_set", "stage_title"):
+        df[col] = df[col].fillna("").astype(str) if col in df else ""
+    # A stage read back as the integer 1 must still match "01".
+    df["stage"] = df["stage"].map(lambda s: s.zfill(2) if s.isdigit() else s)
+    df["passed"] = as_bool(df["passed"]) if "passed" in df else False
+    return df
+
+
+def series_key(stage: str, impl: str) -> str:
+    return impl if stage == "baseline" else stage
+
+
+def series_styles(df: pd.DataFrame) -> dict[str, Style]:
+    """Colour, marker and label for every stage and baseline; stages keyed by STAGES order so that a stage
+    looks the same on every figure and every panel, whatever subset of the ladder a sweep covered."""
+    styles: dict[str, Style] = {}
+    known = [s.number for s in STAGES]
+    present = set(df["stage"]) - {"baseline", ""}
+    stages = known + sorted(present - set(known))
+    titles = {s.number: s.slug.replace("_", " ") for s in STAGES}
+    for i, num in enumerate(stages):
+        fallback = df.loc[df["stage"] == num, "stage_title"]
+        name = titles.get(num) or (fallback.iloc[0] if len(fallback) else "")
+        styles[num] = Style(STAGE_COLOURS[i % len(STAGE_COLOURS)], STAGE_MARKERS[i % len(STAGE_MARKERS)],
+                            f"{num} {name}".strip(), i)
+    baselines = sorted(set(df.loc[df["stage"] == "baseline", "impl"]) - set(BASELINE_STYLES))
+    for j, impl in enumerate(list(BASELINE_STYLES) + baselines):
+        colour, marker = BASELINE_STYLES.get(impl) or EXTRA_BASELINE_STYLES[j % len(EXTRA_BASELINE_STYLES)]
+        styles[impl] = Style(colour, marker, impl, len(stages) + j)
+    return styles
+
+
+def _plottable(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    """Rows that can sit on log axes: finite and positive in every named column."""
+    ok = np.ones(len(df), dtype=bool)
+    for col in cols:
+        v = df[col].to_numpy(dtype=float)
+        ok &= np.isfinite(v) & (v > 0)
+    out = df[ok].copy()
+    out["series"] = [series_key(s, i) for s, i in zip(out["stage"], out["impl"])]
+    return out
+
+
+def _of_dtype(df: pd.DataFrame, dtype: str) -> pd.DataFrame:
+    return df[df["dtype"] == dtype]
+
+
+def _theme():
+    return sns.axes_style("whitegrid"), sns.plotting_context("notebook", font_scale=0.85)
+
+
+def _plain_log_ticks(ax) -> None:
+    """Label log axes 0.5, 10, 200 rather than 5x10^-1: the readers compare TFLOP/s, not exponents."""
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+            axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=110)
+    return Path(path)
+
+
+# --- ceilings -------------------------------------------------------------------------------------
+
+def _num(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) and v > 0 else None
+
+
+def ceiling_values(ceilings: dict | None) -> list[tuple[str, str, str, float | None, float | None]]:
+    """(key, label, colour, measured, datasheet) for every compute ceiling with at least one value."""
+    measured = (ceilings or {}).get("measured") or {}
+    datasheet = (ceilings or {}).get("datasheet") or {}
+    keys = list(CEILINGS) + sorted((set(measured) | set(datasheet)) - set(CEILINGS) - {DRAM_KEY, "source"})
+    out = []
+    for key in keys:
+        m, d = _num(measured.get(key)), _num(datasheet.get(key))
+        if m is None and d is None:
+            continue
+        label, colour = CEILINGS.get(key, (key.replace("_", " "), OTHER_CEILING_COLOUR))
+        out.append((key, label, colour, m, d))
+    return out
+
+
+def _dram(ceilings: dict | None) -> tuple[float | None, float | None]:
+    c = ceilings or {}
+    return _num((c.get("measured") or {}).get(DRAM_KEY)), _num((c.get("datasheet") or {}).get(DRAM_KEY))
+
+
+def _ridge(peak_tflops: float, gbps: float | None) -> float | None:
+    # TFLOP/s = GB/s * FLOP/byte / 1000, so the slope meets a ceiling at 1000 * peak / bandwidth.
+    return 1000.0 * peak_tflops / gbps if gbps else None
+
+
+def _limits(points: pd.DataFrame, ceils, dram) -> tuple[tuple[float, float], tuple[float, float]]:
+    xs = list(points["intensity"])
+    ys = list(points["tflops"])
+    for _, _, _, m, d in ceils:
+        ys += [v for v in (m, d) if v]
+        xs += [r for r in (_ridge(m, dram[0]) if m else None, _ridge(d, dram[1]) if d else None) if r]
+    return (min(xs) / 3, max(xs) * 3), (min(points["tflops"]) / 3, max(ys) * 2.5)
+
+
+def _label_sides(ceils) -> dict[str, str]:
+    """Which side of its line each ceiling label sits on, as a matplotlib va ("top" hangs it below).
+
+    Below by default, because the datasheet line of the same unit is drawn just above the measured one;
+    when two units nearly coincide (FP16 700, BF16 720) the upper one's label moves above its line."""
+    sides: dict[str, str] = {}
+    prev: tuple[float, str] | None = None
+    for key, _, _, m, d in sorted(ceils, key=lambda c: c[3] or c[4]):
+        v = m or d
+        crowded = prev is not None and v / prev[0] < 1.35 and sides[prev[1]] == "top"
+        sides[key] = "bottom" if crowded else "top"
+        prev = (v, key)
+    if prev is not None:
+        # The slope stops at the highest ceiling, so above that line is the one place it never crosses.
+        sides[prev[1]] = "bottom"
+    return sides
+
+
+def _draw_dram(ax, ceils, dram, xlim, ylim) -> None:
+    top = max((m or d) for _, _, _, m, d in ceils) if ceils else ylim[1]
+    for gbps, ls, lw in ((dram[0], "-", 1.6), (dram[1], "--", 0.9)):
+        if gbps:
+            x_end = min(_ridge(top, gbps), xlim[1])
+            ax.plot([xlim[0], x_end], [gbps * xlim[0] / 1000, gbps * x_end / 1000], ls, color=DRAM_COLOUR, lw=lw)
+    gbps = dram[0] or dram[1]
+    if gbps:
+        # Anchor where the slope is inside the view; the text hangs below-right, clear of the rising line.
+        x = min(max(xlim[0] * 1.6, 1000 * ylim[0] * 1.6 / gbps), xlim[1] / 4)
+        ax.annotate(f"DRAM {gbps:,.0f} GB/s", (x, gbps * x / 1000), xytext=(6, -2), textcoords="offset points",
+                    va="top", fontsize=7.5, color=DRAM_COLOUR)
+
+
+def _label_ceiling(ax, key, label, colour, m, d, dram, xlim, va, alpha) -> None:
+    unit = "TOP/s" if key.endswith("_tops") else "TFLOP/s"
+    text = f"{label} {m:,.0f} {unit}" if m else f"{label} (datasheet {d:,.0f})"
+    # Labelled just right of the ridge, because the best kernels crowd the far right under the ceilings;
+    # but right-aligned at the edge when the ridge is too far right for the text to fit inside the axes.
+    x = max((_ridge(m, dram[0]) if m else _ridge(d, dram[1])) or xlim[0], xlim[0])
+    at_edge = np.log(x / xlim[0]) / np.log(xlim[1] / xlim[0]) > 0.6
+    ax.annotate(text, (xlim[1] if at_edge else x, m or d), xytext=(-3 if at_edge else 6, 2 if va == "bottom" else -2),
+                textcoords="offset points", ha="right" if at_edge else "left", va=va, fontsize=7.5,
+                color=colour, alpha=alpha)
+
+
+def _draw_ceilings(ax, ceils, dram, dtype: str, xlim, ylim) -> None:
+    _draw_dram(ax, ceils, dram, xlim, ylim)
+    sides = _label_sides(ceils)
+    relevant = RELEVANT.get(dtype, set())
+    for key, label, colour, m, d in ceils:
+        strong = key in relevant or not relevant
+        alpha = 0.95 if strong else 0.5
+        for v, gbps, ls, lw in ((m, dram[0], "-", 1.6 if strong else 1.1), (d, dram[1], "--", 0.9)):
+            if v:
+                x0 = max(_ridge(v, gbps) or xlim[0], xlim[0])
+                ax.plot([x0, xlim[1]], [v, v], ls, color=colour, lw=lw, alpha=alpha)
+        _label_ceiling(ax, key, label, colour, m, d, dram, xlim, sides[key], alpha)
+
+
+# --- points ---------------------------------------------------------------------------------------
+
+def _draw_points(ax, points: pd.DataFrame, styles: dict[str, Style]) -> None:
+    for key, g in points.groupby("series", sort=False):
+        st = styles[key]
+        ok, bad = g[g["passed"]], g[~g["passed"]]
+        size = 110 if st.marker == "*" else 55
+        ax.scatter(ok["intensity"], ok["tflops"], s=size, marker=st.marker, color=st.colour,
+                   edgecolors="white", linewidths=0.6, zorder=3)
+        ax.scatter(bad["intensity"], bad["tflops"], s=size, marker=st.marker, facecolors="none",
+                   edgecolors=st.colour, linewidths=1.4, zorder=3)
+
+
+def _legend_handles(points: pd.DataFrame, styles: dict[str, Style], with_ceilings: bool) -> list[Line2D]:
+    keys = sorted(set(points["series"]), key=lambda k: styles[k].order)
+    handles = [Line2D([], [], ls="", marker=styles[k].marker, color=styles[k].colour,
+                      markersize=10 if styles[k].marker == "*" else 7, label=styles[k].label) for k in keys]
+    if (~points["passed"]).any():
+        handles.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="#555555",
+                              markersize=7, label=f"hollow: failed check ({int((~points['passed']).sum())})"))
+    if with_ceilings:
+        handles += [Line2D([], [], color="#555555", lw=1.6, label="measured ceiling"),
+                    Line2D([], [], color="#555555", lw=0.9, ls="--", label="datasheet ceiling")]
+    return handles
+
+
+def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) -> Path | None:
+    """Roofline of one input dtype: CUDA and Triton ladders side by side, cuBLAS on both for reference."""
+    if df is None or df.empty:
+        return None
+    points = _plottable(_of_dtype(prepare(df), dtype), "intensity", "tflops")
+    if points.empty:
+        return None
+    styles = series_styles(prepare(df))
+    ceils, dram = ceiling_values(ceilings), _dram(ceilings)
+    xlim, ylim = _limits(points, ceils, dram)
+    unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
+    axes_rc, ctx_rc = _theme()
+    with axes_rc, ctx_rc:
+        fig = Figure(figsize=(13, 5.4), layout="constrained")
+        axes = fig.subplots(1, 2, sharex=True, sharey=True)
+        for ax, (title, backend) in zip(axes, PANELS):
+            panel = points[points["backend"].isin({backend, "cublas"})]
+            _draw_ceilings(ax, ceils, dram, dtype, xlim, ylim)
+            _draw_points(ax, panel, styles)
+            ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim, title=f"{title} ({dtype}, cuBLAS for reference)",
+                   xlabel="arithmetic intensity (FLOP/byte, compulsory traffic)")
+            _plain_log_ticks(ax)
+            if panel.empty:
+                ax.text(0.5, 0.5, f"no {title} rows", transform=ax.transAxes, ha="center", color="#777777")
+        axes[0].set_ylabel(unit)
+        fig.legend(handles=_legend_handles(points, styles, bool(ceils or any(dram))), loc="outside right upper",
+                   frameon=False, fontsize=8.5)
+        if not ceils and not any(dram):
+            fig.suptitle("no ceilings measured", fontsize=9, color="#777777")
+        return _save(fig, path)
+
+
+# --- TFLOP/s vs size ------------------------------------------------------------------------------
+
+def _size_legend(points: pd.DataFrame, styles: dict[str, Style]) -> list[Line2D]:
+    keys = sorted(set(points["series"]), key=lambda k: styles[k].order)
+    handles = [Line2D([], [], color=styles[k].colour, marker=styles[k].marker, label=styles[k].label) for k in keys]
+    backends = [b for b in ("cuda", "triton") if b in set(points["backend"])]
+    handles += [Line2D([], [], color="#555555", ls=LINESTYLES[b], label={"cuda": "CUDA", "triton": "Triton"}[b])
+                for b in backends]
+    if (~points["passed"]).any():
+        handles.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="#555555",
+                              label="hollow: failed check"))
+    return handles
+
+
+def _draw_size_lines(ax, g: pd.DataFrame, styles: dict[str, Style]) -> None:
+    for (key, backend), s in g.groupby(["series", "backend"], sort=False):
+        st = styles[key]
+        s = s.sort_values("M")
+        ok, bad = s[s["passed"]], s[~s["passed"]]
+        lw = 2.2 if backend == "cublas" else 1.5
+        ax.plot(ok["M"], ok["tflops"], LINESTYLES.get(backend, ":"), color=st.colour, marker=st.marker, lw=lw,
+                markersize=9 if st.marker == "*" else 5.5)
+        ax.plot(bad["M"], bad["tflops"], ls="", marker=st.marker, markerfacecolor="none",
+                markeredgecolor=st.colour, markersize=7)
+
+
+def _dtype_order(dtypes) -> list[str]:
+    pref = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+    return sorted(set(dtypes), key=lambda d: (pref.index(d) if d in pref else len(pref), d))
+
+
+def tflops_vs_size(df: pd.DataFrame, path: Path) -> Path | None:
+    """TFLOP/s against the side of square problems, one panel per dtype."""
+    if df is None or df.empty:
+        return None
+    d = prepare(df)
+    square = d[(d["shape_set"] == "square") & (d["M"] == d["N"]) & (d["N"] == d["K"])]
+    points = _plottable(square, "M", "tflops")
+    if points.empty:
+        return None
+    styles = series_styles(d)
+    dtypes = _dtype_order(points["dtype"])
+    axes_rc, ctx_rc = _theme()
+    with axes_rc, ctx_rc:
+        fig = Figure(figsize=(5.2 * len(dtypes) + 2.6, 4.6), layout="constrained")
+        axes = fig.subplots(1, len(dtypes), squeeze=False)[0]
+        for ax, dt in zip(axes, dtypes):
+            g = points[points["dtype"] == dt]
+            _draw_size_lines(ax, g, styles)
+            sizes = sorted(set(g["M"].astype(int)))
+            ax.set(xscale="log", yscale="log", title=dt, xlabel="M = N = K",
+                   xlim=(min(sizes) / 1.5, max(sizes) * 1.5))
+            ax.set_xscale("log", base=2)
+            _plain_log_ticks(ax)
+            ax.set_xticks(sizes, [str(s) for s in sizes])
+            ax.xaxis.set_minor_locator(NullLocator())
+        axes[0].set_ylabel("TFLOP/s")
+        fig.legend(handles=_size_legend(points, styles), loc="outside right upper", frameon=False, fontsize=8.5)
+        return _save(fig, path)

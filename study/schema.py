@@ -1,0 +1,45 @@
+"""The columns of reports/results.csv, one row per (implementation, dtype, shape, alpha, beta) measurement.
+
+Shared by the sweep (which writes rows) and the report (which reads them), so the two cannot drift.
+"""
+from __future__ import annotations
+
+RESULT_COLUMNS: tuple[str, ...] = (
+    "timestamp",      # UTC ISO-8601, when the row was measured
+    "impl",           # registry name, e.g. "cuda:03_smem_tiling", "cublas", "triton:tuned"
+    "stage",          # "01".."NN" for ladder stages, "baseline" for cuBLAS and the tuned Triton matmul
+    "stage_title",
+    "backend",        # "cuda" | "triton" | "cublas"
+    "dtype",          # input dtype: "fp32" | "fp16" | "bf16" | ...
+    "precision",      # what the arithmetic really is: "fp32", "tf32", "fp16/fp32acc", ...
+    "M", "N", "K",
+    "shape_set",      # the preset the shape came from: "square", "llm", "custom"
+    "alpha", "beta",
+    "ms",             # median kernel time over `reps` timed runs (CUDA events, L2 flushed before each)
+    "ms_p20", "ms_p80",
+    "reps",
+    "tflops",         # 2*M*N*K / ms
+    "gbps",           # compulsory bytes / ms
+    "intensity",      # 2*M*N*K / compulsory bytes (A, B, C if beta != 0, D), FLOP per byte
+    "baseline_impl",  # the cuBLAS row of the same dtype and precision, timed adjacent to this one
+    "pct_cublas",     # 100 * tflops / tflops of baseline_impl
+    "relerr",         # ||D - D_ref||_F / ||D_ref||_F against a float64 reference
+    "tol",            # the tolerance relerr was held to (per precision)
+    "passed",         # relerr <= tol, no NaN, every element written
+    "error",          # empty, or why the row failed (exception text, NaN count, ...)
+    "registers", "smem_bytes", "spills",   # per thread / per block / bytes; empty for cuBLAS
+    "sm_clock_mhz",   # mean SM clock sampled by NVML while this row was timed
+    "gpu",
+    "commit",
+)
+
+# Precision -> largest relative Frobenius error accepted.  True fp32 FMA over K <= 16384 lands near
+# 1e-6 (sequential-sum error grows like u*sqrt(K)); TF32 lands near 3e-4, so 2e-5 separates them.
+TOLERANCE: dict[str, float] = {
+    "fp32": 2e-5,
+    "tf32": 2e-3,
+    "fp16/fp32acc": 5e-3,
+    "fp16": 1e-2,
+    "bf16/fp32acc": 1e-2,
+    "int8/int32acc": 0.0,
+}

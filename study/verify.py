@@ -1,0 +1,86 @@
+"""Fresh inputs, a poisoned output, a float64 reference and the pass/fail rule: one definition, used by the
+sweep's runner and by the equivalence tests alike."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+from .contract import DTYPES
+from .schema import TOLERANCE
+
+
+@dataclass
+class Inputs:
+    a: torch.Tensor
+    b: torch.Tensor
+    c: torch.Tensor          # random when beta != 0, all NaN when beta == 0 (it must not be read)
+    out: torch.Tensor        # poisoned with NaN: anything left unwritten fails the check
+    alpha: float
+    beta: float
+    seed: int
+
+
+def make_inputs(M: int, N: int, K: int, dtype: str, device, alpha=1.0, beta=0.0, out_dtype: str | None = None,
+                seed: int | None = None) -> Inputs:
+    """Fresh random operands (a new seed every call unless given; recorded so a failure can be replayed)."""
+    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    g = torch.Generator(device=device).manual_seed(seed)
+    t = DTYPES[dtype]
+
+    def rand(r, c):
+        if t.is_floating_point:
+            return torch.randn((r, c), generator=g, device=device, dtype=torch.float32).to(t)
+        return torch.randint(-8, 8, (r, c), generator=g, device=device, dtype=torch.int32).to(t)
+
+    a, b = rand(M, K), rand(K, N)
+    c = rand(M, N) if beta != 0 else torch.full((M, N), float("nan"), device=device).to(t) \
+        if t.is_floating_point else rand(M, N)
+    ot = DTYPES[out_dtype or dtype]
+    out = torch.full((M, N), float("nan") if ot.is_floating_point else -(2**31), device=device, dtype=ot)
+    return Inputs(a, b, c, out, float(alpha), float(beta), seed)
+
+
+def reference(x: Inputs) -> torch.Tensor:
+    ref = x.alpha * (x.a.double() @ x.b.double())
+    if x.beta != 0:
+        ref += x.beta * x.c.double()
+    return ref
+
+
+@dataclass
+class Verdict:
+    relerr: float
+    tol: float
+    passed: bool
+    error: str
+
+
+def judge(out: torch.Tensor, ref: torch.Tensor, precision: str) -> Verdict:
+    """Relative Frobenius error against float64; NaN anywhere (an unwritten element included) fails."""
+    tol = TOLERANCE[precision]
+    d = out.double()
+    bad = int((~torch.isfinite(d)).sum())
+    denom = float(ref.norm())
+    relerr = float((d - ref).norm()) / denom if denom > 0 else float((d - ref).norm())
+    if bad:
+        return Verdict(math.nan, tol, False, f"{bad} of {d.numel()} elements are NaN/inf (unwritten or corrupt)")
+    if not relerr <= tol:
+        return Verdict(relerr, tol, False, f"relerr {relerr:.3e} > tol {tol:.1e} for {precision}")
+    return Verdict(relerr, tol, True, "")
+
+
+def run_and_judge(impl, dtype: str, x: Inputs) -> Verdict:
+    """Call impl on x (through its public, contract-checked entry) and judge D; A, B, C must be untouched."""
+    before = [t.clone() for t in (x.a, x.b, x.c)]
+    impl(x.a, x.b, x.c, alpha=x.alpha, beta=x.beta, out=x.out)
+    if x.out.is_cuda:
+        torch.cuda.synchronize(x.out.device)   # surfaces asynchronous launch errors here, not later
+    v = judge(x.out, reference(x), impl.precision(dtype))
+    for label, t0, t1 in zip("ABC", before, (x.a, x.b, x.c)):
+        same_nans = torch.equal(t0.isnan(), t1.isnan()) if t0.is_floating_point() else True
+        if not same_nans or not torch.equal(t0.nan_to_num(0.0), t1.nan_to_num(0.0)):
+            return Verdict(v.relerr, v.tol, False, f"{label} was modified")
+    return v

@@ -1,0 +1,61 @@
+"""The registry is the public API: stages pair up across backends, precisions are named, files open with
+the stage header the study promises."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import study
+from study import registry
+from study.schema import TOLERANCE
+
+CUDA = sorted(p.stem for p in registry.CUDA_DIR.glob("[0-9][0-9]_*.cu"))
+TRITON = sorted(p.stem for p in registry.TRITON_DIR.glob("[0-9][0-9]_*.py"))
+
+
+def test_every_cuda_stage_has_a_triton_counterpart():
+    assert CUDA, "no CUDA stages found"
+    assert CUDA == TRITON, f"unpaired stage files: cuda-only {set(CUDA) - set(TRITON)}, triton-only {set(TRITON) - set(CUDA)}"
+
+
+def test_every_stage_file_is_registered_for_both_backends():
+    names = {i.name for i in study.implementations()}
+    for key in CUDA:
+        assert f"cuda:{key}" in names and f"triton:{key}" in names, key
+    assert [s.key for s in study.stages()] == CUDA
+
+
+@pytest.mark.parametrize("path", [registry.CUDA_DIR / f"{k}.cu" for k in CUDA] + [registry.TRITON_DIR / f"{k}.py" for k in TRITON],
+                         ids=lambda p: p.name)
+def test_stage_file_opens_with_its_story(path):
+    head = path.read_text()[:2500]
+    for word in ("Technique", "Reproduces", "Changed", "faster|slow"):
+        assert re.search(word, head), f"{path.name} header lacks '{word}'"
+    assert re.search(r"seed 00\d", head), f"{path.name} does not cite its seed"
+
+
+def test_baselines_are_declared():
+    assert {"cublas", "cublas:tf32", "triton:tuned", "triton:tuned-tf32"} <= {i.name for i in study.implementations()}
+    assert study.baseline_for("fp32", "fp32").name == "cublas"
+    assert study.baseline_for("fp32", "tf32").name == "cublas:tf32"
+    assert study.baseline_for("bf16", "bf16/fp32acc").name == "cublas"
+
+
+def test_precisions_are_named_and_have_tolerances():
+    for impl in study.implementations():
+        for dtype, precision in impl.dtypes.items():
+            assert precision in TOLERANCE, (impl.name, precision)
+            if "tf32" in impl.name:
+                assert precision == "tf32", f"{impl.name} computes in TF32 and must say so"
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(KeyError, match="cuda:01_naive"):
+        study.get("nope")
+
+
+def test_source_hash_covers_sources_and_launch():
+    impl = study.get("cuda:03_smem_tiling")
+    assert impl.source_sha256() == impl.source_sha256()
+    assert len({i.source_sha256() for i in study.implementations()}) == len(study.implementations())

@@ -1,0 +1,249 @@
+"""The report renders from a recorded fixture with no GPU, offline, with every image and link resolving."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pandas as pd
+import pytest
+
+from study import roofline
+from study.report import load_results, render, stage_tables
+from study.schema import RESULT_COLUMNS
+from study.stages import STAGES
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "reports"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+class Refs(HTMLParser):
+    """Every resource and link a page refers to, plus its title and element ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.imgs: list[dict] = []
+        self.hrefs: list[str] = []
+        self.resources: list[str] = []
+        self.ids: set[str] = set()
+        self.title, self._in_title = "", False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "img":
+            self.imgs.append(a)
+            self.resources.append(a.get("src") or "")
+        elif tag == "a" and "href" in a:
+            self.hrefs.append(a["href"])
+        elif tag in ("link", "script", "iframe", "source") and (a.get("href") or a.get("src")):
+            self.resources.append(a.get("href") or a.get("src"))
+        self._in_title = tag == "title"
+
+    def handle_endtag(self, tag):
+        self._in_title = False
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+
+
+def parse(index: Path) -> Refs:
+    refs = Refs()
+    refs.feed(index.read_text(encoding="utf-8"))
+    return refs
+
+
+def is_external(url: str) -> bool:
+    return url.startswith("//") or urlparse(url).scheme not in ("", "file")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("reports")
+    shutil.copytree(FIXTURE, out, dirs_exist_ok=True)
+    render(out)
+    return out
+
+
+def write_results(directory: Path, rows: list[dict]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(directory / "results.csv", index=False)
+
+
+def fixture_rows() -> pd.DataFrame:
+    return pd.read_csv(FIXTURE / "results.csv", dtype=str, keep_default_na=False)
+
+
+# --- fixture conformance ----------------------------------------------------------------------------
+
+def test_fixture_matches_schema():
+    df = fixture_rows()
+    assert tuple(df.columns) == RESULT_COLUMNS
+    assert json.loads((FIXTURE / "environment.json").read_text())["fixture"] is True
+
+
+# --- the page ---------------------------------------------------------------------------------------
+
+def test_page_names_every_stage(rendered):
+    html = (rendered / "index.html").read_text(encoding="utf-8")
+    df = fixture_rows()
+    numbers = set(df["stage"]) - {"baseline"}
+    titles = {s.number: s.title for s in STAGES}
+    assert numbers, "the fixture should hold ladder stages"
+    for num in numbers:
+        assert titles[num] in html
+    for title in set(df["stage_title"]) - {""}:
+        assert title in html
+    for impl in set(df.loc[df["stage"] == "baseline", "impl"]):
+        assert impl in html
+
+
+def test_images_and_links_resolve(rendered):
+    refs = parse(rendered / "index.html")
+    assert refs.imgs, "the page should show the figures"
+    for img in refs.imgs:
+        assert (img.get("alt") or "").strip(), f"<img src={img.get('src')}> has no alt text"
+        assert (rendered / img["src"]).is_file(), img["src"]
+    relative = [h for h in refs.hrefs if not is_external(h)]
+    assert "results.csv" in relative
+    for href in relative:
+        path, _, fragment = href.partition("#")
+        if path:
+            assert (rendered / unquote(path)).is_file(), href
+        if fragment:
+            assert fragment in refs.ids, f"anchor {href} has no target"
+
+
+def test_no_external_resources(rendered):
+    refs = parse(rendered / "index.html")
+    html = (rendered / "index.html").read_text(encoding="utf-8")
+    assert not [r for r in refs.resources if is_external(r)]
+    assert "@import" not in html and "url(http" not in html
+
+
+def test_failures_and_fixture_flag_are_prominent(rendered):
+    html = (rendered / "index.html").read_text(encoding="utf-8")
+    assert "1 row failed the correctness check" in html
+    assert "Fixture data" in html
+
+
+def test_duplicate_rows_keep_the_last(rendered):
+    df, notes = load_results(rendered / "results.csv")
+    assert any("superseded" in n for n in notes)
+    fp32 = next(t for t in stage_tables(df) if t["dtype"] == "fp32")
+    assert fp32["shape"] == "4096x4096x4096"
+    smem = next(r for r in fp32["rows"] if r["number"] == "03")
+    assert smem["cuda"]["tflops"] == "9.9"   # the re-run, not the first 9.6
+
+
+def test_one_png_per_dtype(rendered):
+    dtypes = set(fixture_rows()["dtype"])
+    assert {p.name for p in rendered.glob("roofline_*.png")} == {f"roofline_{d}.png" for d in dtypes}
+    assert (rendered / "tflops_vs_size.png").is_file()
+
+
+# --- degenerate inputs -----------------------------------------------------------------------------
+
+def test_empty_directory_renders(tmp_path):
+    html = render(tmp_path).read_text(encoding="utf-8")
+    assert "No ceilings measured" in html
+    assert not list(tmp_path.glob("*.png"))
+    assert not [h for h in parse(tmp_path / "index.html").hrefs if not h.startswith("#")]
+
+
+def test_partial_ceilings_and_nan_rows(tmp_path):
+    rows = fixture_rows().to_dict("records")
+    rows[0]["tflops"] = "nan"
+    write_results(tmp_path, rows)
+    (tmp_path / "ceilings.json").write_text(json.dumps(
+        {"gpu": "Unknown GPU", "measured": {"dram_gbps": None, "fp32_fma_tflops": 50.0}, "datasheet": {}}))
+    html = render(tmp_path).read_text(encoding="utf-8")
+    assert "FP32 FMA" in html and "not measured" in html
+    assert (tmp_path / "roofline_fp32.png").is_file()
+
+
+def test_figures_skip_empty_and_survive_single_rows(tmp_path):
+    df = fixture_rows()
+    assert roofline.roofline(df.iloc[0:0], None, "fp32", tmp_path / "a.png") is None
+    assert roofline.tflops_vs_size(df.iloc[0:0], tmp_path / "b.png") is None
+    one = df[df["dtype"] == "bf16"].iloc[[0]]
+    assert roofline.roofline(one, None, "bf16", tmp_path / "c.png").is_file()
+    assert roofline.tflops_vs_size(one, tmp_path / "d.png").is_file()
+    nan = one.assign(tflops="nan")
+    assert roofline.roofline(nan, None, "bf16", tmp_path / "e.png") is None
+
+
+# --- command line ----------------------------------------------------------------------------------
+
+def test_cli_renders_without_torch_or_triton(tmp_path):
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    # The report must render on machines with neither GPU stack, so importing it may not pull them in.
+    probe = ("import sys; from study.report import main; rc = main(['--dir', sys.argv[1]]); "
+             "heavy = [m for m in ('torch', 'triton') if m in sys.modules]; "
+             "sys.exit(f'imported {heavy}' if heavy else rc)")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "index.html").unlink()
+    done = subprocess.run([sys.executable, "-m", "study.report", "--dir", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "index.html").is_file()
+
+
+# --- a real browser ---------------------------------------------------------------------------------
+
+def chrome_driver(profile: Path):
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        missing.append("the selenium package")
+    if missing:
+        reason = f"headless browser check needs {', '.join(missing)}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI is set, so this check may not be skipped")
+        pytest.skip(reason)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", f"--user-data-dir={profile}", "--window-size=1400,1000"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+
+
+@pytest.mark.browser
+def test_page_loads_in_headless_chromium(rendered, tmp_path):
+    index = rendered / "index.html"
+    driver = chrome_driver(tmp_path / "profile")
+    try:
+        driver.set_page_load_timeout(20)
+        driver.get(index.as_uri())
+        assert driver.execute_script("return document.readyState") == "complete"
+        assert driver.title == parse(index).title.strip()
+        assert "GEMM" in driver.title and "H100" in driver.title
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
+        assert images, "no images on the page"
+        broken = [src for src, complete, width in images if not (complete and width > 0)]
+        assert not broken, f"images that did not load: {broken}"
+        hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+        for href in hrefs:
+            url = urlparse(href)
+            assert url.scheme == "file", f"link leaves the page's folder: {href}"
+            assert Path(unquote(url.path)).is_file(), href
+            if url.fragment:
+                assert driver.execute_script("return document.getElementById(arguments[0]) !== null",
+                                             url.fragment), href
+        driver.save_screenshot(str(tmp_path / "index.png"))
+    finally:
+        driver.quit()

@@ -1,0 +1,29 @@
+"""What every Triton stage shares: the GEMM epilogue and the argument list built from a validated Problem."""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def epilogue(acc, alpha, beta, c_ptrs, mask, HAS_C: tl.constexpr):
+    # beta == 0 arrives as HAS_C=False and C is never touched: a C full of NaN must not leak into D.
+    d = acc * alpha
+    if HAS_C:
+        d += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+    return d
+
+
+def gemm_args(p):
+    """Positional arguments shared by every stage kernel: pointers, sizes, leading dimensions, scalars."""
+    M, N, K = p.mnk
+    c = p.c if p.c is not None else p.out  # a placeholder pointer; HAS_C=False means it is never read
+    return dict(A=p.a, B=p.b, C=c, D=p.out, M=M, N=N, K=K,
+                lda=p.a.stride(0), ldb=p.b.stride(0), ldc=c.stride(0), ldd=p.out.stride(0),
+                alpha=p.alpha, beta=p.beta, HAS_C=p.c is not None)
+
+
+def check_grid(name: str, programs: int):
+    if programs > 2**31 - 1:
+        raise ValueError(f"{name}: {programs} programs exceed the grid limit of 2**31-1; the shape is too large "
+                         f"for this stage's one-dimensional launch")
