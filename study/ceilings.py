@@ -66,12 +66,18 @@ def fp32_fma_tflops(device) -> float:
 
 
 def gemm_tflops(device, dtype: torch.dtype, n: int = 8192, tf32: bool = False) -> float:
-    a = torch.randn(n, n, device=device).to(dtype)
-    b = torch.randn(n, n, device=device).to(dtype)
+    # Random data, never zeros (zeros run measurably faster); int8 over its whole range, not randn's few values.
+    rand = (lambda: torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8)) if dtype == torch.int8 \
+        else (lambda: torch.randn(n, n, device=device).to(dtype))
+    a, b = rand(), rand()
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        mm = (lambda: torch._int_mm(a, b)) if dtype == torch.int8 else (lambda: a @ b)
+        if dtype == torch.int8:
+            bt = b.t().contiguous().t()   # cuBLASLt's int8 kernels want B column-major ("TN")
+            mm = lambda: torch._int_mm(a, bt)
+        else:
+            mm = lambda: a @ b
         ms = _median_ms(mm, 20)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-KERNEL_DIR = Path(__file__).resolve().parents[1] / "cuda_kernels"
+from .paths import CUDA_DIR as KERNEL_DIR, source_closure
 NVCC_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
 DEFAULT_ARCH = "90a"
 
@@ -74,11 +74,6 @@ def nvcc_version() -> str:
 def arch_for_capability(major: int, minor: int) -> str:
     # sm_90a unlocks wgmma/setmaxnreg and is only valid on 9.0 itself; elsewhere build the plain target.
     return "90a" if (major, minor) == (9, 0) else f"{major}{minor}"
-
-
-def source_closure(source: Path) -> list[Path]:
-    """The source plus every header in its directory it could include (conservative: all of them)."""
-    return [source] + sorted(p for p in source.parent.glob("*.cuh"))
 
 
 def _key(source: Path, arch: str, flags: tuple[str, ...]) -> str:

@@ -6,9 +6,8 @@ import os
 import platform
 import subprocess
 from importlib import metadata
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import ROOT
 
 
 def git_commit() -> str:

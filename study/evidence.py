@@ -35,6 +35,7 @@ def record(path: Path | str, outcomes: dict[str, tuple[int, int]]) -> None:
                       "commit": git_commit(), "torch": torch.__version__})
     keys = {(r["impl"], r["sha256"]) for r in fresh}
     kept = [r for r in load(path) if (r["impl"], r["sha256"]) not in keys]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"records": kept + fresh}, indent=1) + "\n")
 
 

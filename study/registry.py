@@ -19,11 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .paths import CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from .stages import STAGES, Stage, stage
-
-ROOT = Path(__file__).resolve().parents[1]
-CUDA_DIR = ROOT / "cuda_kernels"
-TRITON_DIR = ROOT / "triton_kernels"
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -146,7 +143,6 @@ class Impl:
 
 
 def _cuda_sources(name: str) -> tuple[Path, ...]:
-    from .cuda_build import source_closure
     return tuple(source_closure(CUDA_DIR / name))
 
 

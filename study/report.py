@@ -121,18 +121,18 @@ def _unit(key: str) -> str:
 def ceiling_rows(ceilings: dict | None) -> list[dict]:
     c = ceilings or {}
     measured, datasheet = c.get("measured") or {}, c.get("datasheet") or {}
-    clocks, methods = c.get("sm_clock_mhz") or {}, c.get("method") or {}
+    clocks, methods, errors = c.get("sm_clock_mhz") or {}, c.get("method") or {}, c.get("errors") or {}
     known = ["dram_gbps", *roofline.CEILINGS]
     keys = [k for k in known if k in measured or k in datasheet]
     keys += sorted((set(measured) | set(datasheet)) - set(known) - {"source"})
     rows = []
     for key in keys:
-        m, d = roofline._num(measured.get(key)), roofline._num(datasheet.get(key))
+        m, d = roofline.positive(measured.get(key)), roofline.positive(datasheet.get(key))
         rows.append({
             "name": CEILING_NAMES.get(key, key), "key": key, "unit": _unit(key),
             "measured": fmt_num(m, 4) if m else "not measured", "datasheet": fmt_num(d, 4) if d else "",
-            "pct": f"{100 * m / d:.0f}%" if m and d else "", "clock": fmt_value(key, clocks.get(key)),
-            "method": fmt_value(key, methods.get(key)),
+            "pct": f"{100 * m / d:.0f}%" if m and d else "", "clock": fmt_num(roofline.positive(clocks.get(key)), 4),
+            "method": fmt_value(key, methods.get(key)), "error": fmt_value(key, errors.get(key)),
         })
     return rows
 
@@ -191,7 +191,7 @@ def _baseline_rows(at: pd.DataFrame, impls: list[str]) -> list[dict]:
 
 def stage_tables(df: pd.DataFrame) -> list[dict]:
     tables = []
-    for dtype in roofline._dtype_order(df["dtype"]):
+    for dtype in roofline.dtype_order(df["dtype"]):
         d = df[df["dtype"] == dtype]
         shape, square = reference_shape(d)
         if shape is None:
@@ -226,7 +226,7 @@ def render_figures(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) ->
     for old in [*report_dir.glob("roofline_*.png"), report_dir / "tflops_vs_size.png"]:
         old.unlink(missing_ok=True)
     rooflines = []
-    for dtype in roofline._dtype_order(df["dtype"]) if not df.empty else []:
+    for dtype in roofline.dtype_order(df["dtype"]) if not df.empty else []:
         name = f"roofline_{_safe(dtype)}.png"
         if roofline.roofline(df, ceilings, dtype, report_dir / name):
             rooflines.append({"dtype": dtype, "src": name})
@@ -241,7 +241,7 @@ def context(report_dir: Path) -> dict:
     rooflines, size_png = render_figures(df, ceilings, report_dir)
     gpu = (env or {}).get("gpu") or (ceilings or {}).get("gpu") or (df["gpu"].iloc[0] if len(df) else "")
     failed = df[~df["passed"]]
-    measured = {k: v for k, v in ((ceilings or {}).get("measured") or {}).items() if roofline._num(v)}
+    measured = {k: v for k, v in ((ceilings or {}).get("measured") or {}).items() if roofline.positive(v)}
     return {
         "title": f"GEMM study: CUDA vs Triton ladder{f' on {gpu}' if gpu else ''}",
         "gpu": gpu, "env": environment_rows(env), "fixture": bool((env or {}).get("fixture")),

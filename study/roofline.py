@@ -120,12 +120,19 @@ def _theme():
     return sns.axes_style("whitegrid"), sns.plotting_context("notebook", font_scale=0.85)
 
 
+class _PlainLogFormatter(LogFormatter):
+    """LogFormatter's choice of which ticks to label, but written 0.5, 10, 2000 rather than 5e-01."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return f"{x:g}"
+
+
 def _plain_log_ticks(ax) -> None:
-    """Label log axes 0.5, 10, 200 rather than 5x10^-1: the readers compare TFLOP/s, not exponents."""
+    # Readers compare TFLOP/s between points, which plain numbers make easier than exponents.
     for axis in (ax.xaxis, ax.yaxis):
         if axis.get_scale() == "log":
-            axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
-            axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
+            axis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+            axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -136,7 +143,7 @@ def _save(fig: Figure, path: Path) -> Path:
 
 # --- ceilings -------------------------------------------------------------------------------------
 
-def _num(x) -> float | None:
+def positive(x) -> float | None:
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -151,7 +158,7 @@ def ceiling_values(ceilings: dict | None) -> list[tuple[str, str, str, float | N
     keys = list(CEILINGS) + sorted((set(measured) | set(datasheet)) - set(CEILINGS) - {DRAM_KEY, "source"})
     out = []
     for key in keys:
-        m, d = _num(measured.get(key)), _num(datasheet.get(key))
+        m, d = positive(measured.get(key)), positive(datasheet.get(key))
         if m is None and d is None:
             continue
         label, colour = CEILINGS.get(key, (key.replace("_", " "), OTHER_CEILING_COLOUR))
@@ -161,7 +168,7 @@ def ceiling_values(ceilings: dict | None) -> list[tuple[str, str, str, float | N
 
 def _dram(ceilings: dict | None) -> tuple[float | None, float | None]:
     c = ceilings or {}
-    return _num((c.get("measured") or {}).get(DRAM_KEY)), _num((c.get("datasheet") or {}).get(DRAM_KEY))
+    return positive((c.get("measured") or {}).get(DRAM_KEY)), positive((c.get("datasheet") or {}).get(DRAM_KEY))
 
 
 def _ridge(peak_tflops: float, gbps: float | None) -> float | None:
@@ -320,7 +327,7 @@ def _draw_size_lines(ax, g: pd.DataFrame, styles: dict[str, Style]) -> None:
                 markeredgecolor=st.colour, markersize=7)
 
 
-def _dtype_order(dtypes) -> list[str]:
+def dtype_order(dtypes) -> list[str]:
     pref = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
     return sorted(set(dtypes), key=lambda d: (pref.index(d) if d in pref else len(pref), d))
 
@@ -335,7 +342,7 @@ def tflops_vs_size(df: pd.DataFrame, path: Path) -> Path | None:
     if points.empty:
         return None
     styles = series_styles(d)
-    dtypes = _dtype_order(points["dtype"])
+    dtypes = dtype_order(points["dtype"])
     axes_rc, ctx_rc = _theme()
     with axes_rc, ctx_rc:
         fig = Figure(figsize=(5.2 * len(dtypes) + 2.6, 4.6), layout="constrained")

@@ -59,7 +59,9 @@ class Runner:
             if not isinstance(e, (ValueError, TypeError)):
                 traceback.print_exc()
                 torch.cuda.synchronize(self.device)  # a sticky device error raises here and ends the sweep
-        if baseline is not None:
+        if impl.backend == "cublas" and row["tflops"] != "":
+            row.update(baseline_impl=impl.name, pct_cublas=100.0)
+        elif baseline is not None:
             row["baseline_impl"] = baseline["impl"]
             if row["tflops"] != "" and baseline.get("tflops") not in ("", None):
                 row["pct_cublas"] = 100.0 * row["tflops"] / baseline["tflops"]

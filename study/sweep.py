@@ -85,7 +85,7 @@ class ResultsFile:
         self.done[_key(row)] = row
 
 
-def plan(impls, shapes, dtypes, alpha, beta):
+def plan(impls, shapes, dtypes):
     """(shape, dtype) groups, each led by the cuBLAS rows its members are compared with."""
     for (M, N, K, shape_set) in shapes:
         for dtype in dtypes:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
 
     results = ResultsFile(args.out / "results.csv", args.resume)
-    groups = list(plan(impls, shapes, dtypes, args.alpha, args.beta))
+    groups = list(plan(impls, shapes, dtypes))
     t0, measured = time.time(), []
     with tqdm(total=sum(len(g[-1]) for g in groups), unit="row", dynamic_ncols=True) as bar:
         for (M, N, K, shape_set, dtype, ordered) in groups:

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from triton_kernels._common import check_grid, epilogue, gemm_args
 
-BLOCK_N = 128
+META = dict(BLOCK_N=128, num_warps=4)
 
 
 @triton.jit
@@ -42,6 +42,9 @@ def coalesced_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 def gemm(p):
     M, N, _ = p.mnk
-    programs = M * triton.cdiv(N, BLOCK_N)
+    programs = M * triton.cdiv(N, META["BLOCK_N"])
     check_grid("triton:02_coalesced", programs)
-    return coalesced_kernel[(programs,)](**gemm_args(p), BLOCK_N=BLOCK_N, num_warps=4)
+    return coalesced_kernel[(programs,)](**gemm_args(p), **META)
+
+
+KERNEL = coalesced_kernel

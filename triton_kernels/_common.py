@@ -23,6 +23,16 @@ def gemm_args(p):
                 alpha=p.alpha, beta=p.beta, HAS_C=p.c is not None)
 
 
+_TRITON_DTYPE = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16"}
+
+
+def signature(dtype: str) -> dict[str, str]:
+    """Triton types of gemm_args() for `dtype`, for compiling a stage kernel without a GPU (tests)."""
+    ptr = "*" + _TRITON_DTYPE[dtype]
+    return dict(A=ptr, B=ptr, C=ptr, D=ptr, M="i32", N="i32", K="i32", lda="i32", ldb="i32", ldc="i32",
+                ldd="i32", alpha="fp32", beta="fp32", HAS_C="constexpr")
+
+
 def check_grid(name: str, programs: int):
     if programs > 2**31 - 1:
         raise ValueError(f"{name}: {programs} programs exceed the grid limit of 2**31-1; the shape is too large "

@@ -82,6 +82,16 @@ def _launch(p, precision: str):
     return tuned_kernel[grid](**args, INPUT_PRECISION=precision)
 
 
+_PRECISION = {"gemm_ieee": "ieee", "gemm_tf32": "tf32"}
+KERNEL = matmul_kernel
+
+
+def variants(entry: str) -> list[dict]:
+    """Every compile-time variant `entry` may launch (for the offline precision check in the tests)."""
+    return [dict(c.kwargs, INPUT_PRECISION=_PRECISION[entry], num_warps=c.num_warps, num_stages=c.num_stages)
+            for c in CONFIGS]
+
+
 def gemm_ieee(p):
     """fp32 inputs: true fp32 (input_precision="ieee"); fp16/bf16: exact products, fp32 accumulation."""
     return _launch(p, "ieee")

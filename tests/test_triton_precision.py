@@ -1,0 +1,88 @@
+"""Name the precision: compile every Triton kernel for sm_90 on the CPU (no GPU needed) and read what
+Triton made of it.
+
+The first GPU run of this study caught triton:03_smem_tiling, then written with no tl.dot at all, at relerr
+7.7e-4: Triton's combine pass had turned its broadcast-multiply-reduce into tt.dot, and that dot took the
+default fp32 input precision, TF32 (mma.sync ... .tf32 in the PTX).  These tests make that visible without
+a GPU: a kernel labelled "fp32" must contain no TF32 dot and no tensor-core instruction, and a kernel
+labelled "tf32" must really issue TF32 MMAs.
+
+Triton decides at import whether kernels are interpreted, and the CPU test session interprets them, so the
+compilation runs in a subprocess: this file, run as a script with TRITON_INTERPRET=0.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OPTIONS = ("num_warps", "num_stages")
+
+
+def inspect_all() -> list[dict]:
+    """For each Triton implementation's fp32 entry and its first two compile variants: what came out."""
+    import importlib
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    import study
+    from triton_kernels._common import signature
+
+    out = []
+    for impl in study.implementations("triton", "fp32"):
+        mod = importlib.import_module(f"triton_kernels.{impl.launch.module}")
+        metas = mod.variants(impl.launch.fn) if hasattr(mod, "variants") else [mod.META]
+        for meta in metas[:2]:   # precision does not depend on tile shapes; two variants suffice
+            consts = {k: v for k, v in meta.items() if k not in OPTIONS}
+            src = ASTSource(mod.KERNEL, {**signature("fp32"), **{k: "constexpr" for k in consts}},
+                            constexprs={"HAS_C": True, **consts})
+            k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                               options={o: v for o, v in meta.items() if o in OPTIONS})
+            out.append({"impl": impl.name, "precision": impl.precision("fp32"), "meta": str(meta),
+                        "dots": [ln.strip()[:200] for ln in k.asm["ttir"].splitlines() if "tt.dot" in ln],
+                        "mmas": sorted(set(re.findall(r"\b\w*mma[\w.]*", k.asm["ptx"]))),
+                        "fp32_fma": "fma.rn.f32" in k.asm["ptx"]})
+    return out
+
+
+@pytest.fixture(scope="module")
+def inspected() -> dict[str, list[dict]]:
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, f"offline Triton compilation failed:\n{proc.stderr[-4000:]}"
+    by_impl: dict[str, list[dict]] = {}
+    for rec in json.loads(proc.stdout.strip().splitlines()[-1]):
+        by_impl.setdefault(rec["impl"], []).append(rec)
+    return by_impl
+
+
+def _fp32_impls():
+    import study
+    return [i.name for i in study.implementations("triton", "fp32")]
+
+
+@pytest.mark.parametrize("impl_name", _fp32_impls())
+def test_fp32_label_matches_the_instructions(impl_name, inspected):
+    recs = inspected.get(impl_name)
+    assert recs, f"{impl_name} was not compiled"
+    for r in recs:
+        if r["precision"] == "fp32":
+            assert not any("tf32" in d for d in r["dots"]), f"{impl_name} is labelled fp32 but Triton emitted {r['dots']}"
+            assert not r["mmas"], f"{impl_name} is labelled fp32 but its PTX has tensor-core ops {r['mmas'][:3]}"
+            assert r["fp32_fma"], f"{impl_name}: no fp32 FMA in the PTX"
+        elif r["precision"] == "tf32":
+            assert any("tf32" in m for m in r["mmas"]), f"{impl_name} is labelled tf32 but issues no TF32 MMA: {r['mmas']}"
+        else:
+            pytest.fail(f"{impl_name}: unexpected fp32 precision label {r['precision']}")
+
+
+if __name__ == "__main__":
+    print(json.dumps(inspect_all()))
