@@ -251,7 +251,8 @@ def context(report_dir: Path) -> dict:
         "rooflines": rooflines, "size_png": size_png, "stage_tables": stage_tables(df),
         "n_rows": len(df), "failed": full_rows(failed), "columns": FULL_TABLE_COLUMNS, "rows": full_rows(df),
         "notes": notes,
-        "links": [n for n in ("results.csv", "environment.json", "ceilings.json") if (report_dir / n).exists()],
+        "links": [n for n in ("results.csv", "environment.json", "ceilings.json") if (report_dir / n).exists()]
+                 + [f"{p.parent.name}/index.html" for p in sorted(report_dir.glob("*/index.html"))],  # other sweeps
     }
 
 
