@@ -2,7 +2,8 @@
 
     D = alpha * A @ B + beta * C          A: MxK, B: KxN, C and D: MxN, row-major torch tensors
 
-* M, N, K are any integers >= 1 (and < 2**31, the kernels' index type).
+* M, N, K are any integers from 1 to MAX_DIM = 2**31 - 2**16: the kernels count rows, columns and k in
+  32-bit integers (offsets are 64-bit), and a tiled loop steps past its bound by up to one tile.
 * beta == 0 never reads C: C may be None or full of NaN.  beta != 0 needs C.
 * "row-major" means unit stride along a row; rows may be padded (leading dimension >= columns).
 * D is written and nothing else: A, B and C are never modified, and D may not overlap them.
@@ -20,7 +21,7 @@ import torch
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
           "int8": torch.int8, "int32": torch.int32}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-INT32_MAX = 2**31 - 1
+MAX_DIM = 2**31 - 2**16
 
 
 class ContractError(ValueError):
@@ -85,8 +86,8 @@ def validate(name: str, dtypes: dict[str, str], out_dtypes: dict[str, str], a, b
     if K != K2:
         fail(ValueError, f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
     for label, v in (("M", M), ("N", N), ("K", K)):
-        if not 1 <= v <= INT32_MAX:
-            fail(ValueError, f"{label}={v} is outside 1..2**31-1")
+        if not 1 <= v <= MAX_DIM:
+            fail(ValueError, f"{label}={v} is outside 1..{MAX_DIM} (32-bit loop counters)")
     for label, v in (("alpha", alpha), ("beta", beta)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             fail(TypeError, f"{label} must be a finite real number, got {v!r}")

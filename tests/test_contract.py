@@ -70,6 +70,15 @@ def test_cpu_tensors_are_refused(name):
         impl(a, b)
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_dimensions_beyond_32_bit_counters_are_refused(name):
+    impl = study.get(name)
+    a = torch.empty(1, 1, dtype=_dtype(impl)).expand(1, 2**31)   # a view: no 8 GiB allocated
+    b = torch.empty(1, 1, dtype=_dtype(impl)).expand(2**31, 1)
+    with pytest.raises(ValueError, match=rf"{name}: K=2147483648 is outside"):
+        impl(a, b)
+
+
 def test_grid_limits_are_checked_before_launch():
     launch = study.get("cuda:02_coalesced").launch
     assert isinstance(launch, CudaLaunch)

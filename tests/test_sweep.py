@@ -1,0 +1,70 @@
+"""The sweep's CPU-side behaviour: no GPU means a plain message and a non-zero exit; presets, grouping and
+--resume do what they say."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import study
+from study import sweep
+from study.schema import RESULT_COLUMNS
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_without_a_gpu_it_says_so_and_points_to_the_report(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "study.sweep", "--quick", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "no CUDA GPU" in proc.stderr and "python -m study.report" in proc.stderr
+    assert not (tmp_path / "results.csv").exists()
+
+
+def test_shape_presets():
+    square = sweep.parse_shapes("square", quick=False)
+    assert [s[0] for s in square] == [128, 256, 512, 1024, 2048, 4096, 8192]
+    assert all(m == n == k and tag == "square" for m, n, k, tag in square)
+    llm = sweep.parse_shapes("llm", quick=False)
+    assert (4096, 4096, 14336, "llm") in llm and any(m <= 16 or n <= 64 for m, n, _, _ in llm)
+    assert sweep.parse_shapes("7x9x1000", quick=False) == [(7, 9, 1000, "custom")]
+    with pytest.raises(SystemExit, match="not a preset"):
+        sweep.parse_shapes("big", quick=False)
+
+
+def test_each_group_times_its_cublas_baseline_first():
+    impls = sweep.select("all", "cuda,triton,cublas")
+    groups = list(sweep.plan(impls, [(64, 64, 64, "square")], ["fp32", "bf16"]))
+    fp32 = next(g for g in groups if g[4] == "fp32")[-1]
+    assert [i.name for i in fp32[:2]] == ["cublas", "cublas:tf32"]
+    assert {i.name for i in fp32} >= {"cuda:01_naive", "triton:03_smem_tiling", "triton:tuned-tf32"}
+    bf16 = next(g for g in groups if g[4] == "bf16")[-1]
+    assert bf16[0].name == "cublas" and all("bf16" in i.dtypes for i in bf16)
+
+
+def test_select_filters_by_stage_and_backend():
+    chosen = sweep.select("03", "triton")
+    assert [i.name for i in chosen] == ["triton:03_smem_tiling"]
+    with pytest.raises(SystemExit):
+        sweep.select("99", "cuda")
+
+
+def test_resume_keeps_rows_and_appends(tmp_path):
+    path = tmp_path / "results.csv"
+    row = dict.fromkeys(RESULT_COLUMNS, "")
+    row.update(impl="cuda:01_naive", dtype="fp32", M=8, N=8, K=8, alpha=1.0, beta=0.0, passed=True)
+    first = sweep.ResultsFile(path, resume=False)
+    first.write(row)
+    first.f.close()
+    again = sweep.ResultsFile(path, resume=True)
+    assert ("cuda:01_naive", "fp32", 8, 8, 8, 1.0, 0.0) in again.done
+    again.write({**row, "impl": "cublas"})
+    again.f.close()
+    rows = list(csv.DictReader(path.open()))
+    assert [r["impl"] for r in rows] == ["cuda:01_naive", "cublas"]
+    fresh = sweep.ResultsFile(path, resume=False)
+    fresh.f.close()
+    assert list(csv.DictReader(path.open())) == [], "without --resume the file starts over"
+    assert study.get("cublas")
