@@ -7,10 +7,12 @@
 """
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 import torch
+
+from .cublas import precision_flags
+from .timing import L2Flusher, bench
 
 # Dense (non-sparse) rates: the datasheets print the tensor-core figures "with sparsity", i.e. doubled.
 _H100_SXM = "NVIDIA H100 Tensor Core GPU datasheet (SXM5; tensor figures halved from the with-sparsity values)"
@@ -33,25 +35,20 @@ def datasheet(gpu_name: str) -> dict:
     return {}
 
 
-def _median_ms(fn, reps: int) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+def _timed(fn, reps: int, device, clock) -> tuple[float, float | None]:
+    """(median ms, mean SM clock) over exactly `reps` calls, timed like every row of the sweep."""
+    t = bench(fn, L2Flusher(device), clock, min_reps=reps, max_reps=reps)
+    return t.ms, t.sm_clock_mhz
 
 
-def dram_gbps(device, nbytes: int = 2 << 30) -> float:
+def dram_gbps(device, clock, nbytes: int = 2 << 30):
     x = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
     y = torch.empty_like(x)
-    ms = _median_ms(lambda: y.copy_(x), 20)
-    return 2 * nbytes / (ms * 1e6)
+    ms, mhz = _timed(lambda: y.copy_(x), 20, device, clock)
+    return 2 * nbytes / (ms * 1e6), mhz
 
 
-def fp32_fma_tflops(device) -> float:
+def fp32_fma_tflops(device, clock):
     from . import cuda_launch
     from .registry import ROOT
     k = cuda_launch.kernel(ROOT / "study" / "kernels" / "fma_peak.cu", "fma_peak", device)
@@ -60,47 +57,42 @@ def fp32_fma_tflops(device) -> float:
     out = torch.empty(blocks * threads, device=device)
     run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
                                      [("ptr", out), ("int", iters), ("float", 1.0)], device)
-    ms = _median_ms(run, 10)
+    ms, mhz = _timed(run, 10, device, clock)
     ilp, unroll = 8, 16                     # must match fma_peak.cu
-    return 2 * ilp * unroll * iters * blocks * threads / (ms * 1e9)
+    return 2 * ilp * unroll * iters * blocks * threads / (ms * 1e9), mhz
 
 
-def gemm_tflops(device, dtype: torch.dtype, n: int = 8192, tf32: bool = False) -> float:
+def gemm_tflops(device, clock, dtype: torch.dtype, n: int = 8192, tf32: bool = False):
     # Random data, never zeros (zeros run measurably faster); int8 over its whole range, not randn's few values.
     rand = (lambda: torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8)) if dtype == torch.int8 \
         else (lambda: torch.randn(n, n, device=device).to(dtype))
     a, b = rand(), rand()
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    try:
-        if dtype == torch.int8:
-            bt = b.t().contiguous().t()   # cuBLASLt's int8 kernels want B column-major ("TN")
-            mm = lambda: torch._int_mm(a, bt)
-        else:
-            mm = lambda: a @ b
-        ms = _median_ms(mm, 20)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved
-    return 2 * n**3 / (ms * 1e9)
+    if dtype == torch.int8:
+        bt = b.t().contiguous().t()   # cuBLASLt's int8 kernels want B column-major ("TN")
+        mm = lambda: torch._int_mm(a, bt)
+    else:
+        mm = lambda: a @ b
+    with precision_flags(tf32):
+        ms, mhz = _timed(mm, 20, device, clock)
+    return 2 * n**3 / (ms * 1e9), mhz
 
 
 def measure(device, clock) -> dict:
     """Every ceiling, each with the mean SM clock NVML saw while it ran."""
     gpu = torch.cuda.get_device_name(device)
     probes = {
-        "dram_gbps": (lambda: dram_gbps(device), "device-to-device copy of 2 GiB (bytes read + written), median of 20"),
-        "fp32_fma_tflops": (lambda: fp32_fma_tflops(device), "fma_peak.cu: 8 independent FMA chains per thread, 8 blocks of 256 per SM, median of 10"),
-        "tf32_tc_tflops": (lambda: gemm_tflops(device, torch.float32, tf32=True), "cuBLAS 8192^3 fp32 with TF32 on, median of 20"),
-        "fp16_tc_tflops": (lambda: gemm_tflops(device, torch.float16), "cuBLAS 8192^3 fp16, median of 20"),
-        "bf16_tc_tflops": (lambda: gemm_tflops(device, torch.bfloat16), "cuBLAS 8192^3 bf16, median of 20"),
-        "int8_tc_tops": (lambda: gemm_tflops(device, torch.int8), "torch._int_mm 8192^3 int8->int32, median of 20"),
+        "dram_gbps": (lambda: dram_gbps(device, clock), "device-to-device copy of 2 GiB (bytes read + written), median of 20"),
+        "fp32_fma_tflops": (lambda: fp32_fma_tflops(device, clock), "fma_peak.cu: 8 independent FMA chains per thread, 8 blocks of 256 per SM, median of 10"),
+        "tf32_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float32, tf32=True), "cuBLAS 8192^3 fp32 with TF32 on, median of 20"),
+        "fp16_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float16), "cuBLAS 8192^3 fp16, median of 20"),
+        "bf16_tc_tflops": (lambda: gemm_tflops(device, clock, torch.bfloat16), "cuBLAS 8192^3 bf16, median of 20"),
+        "int8_tc_tops": (lambda: gemm_tflops(device, clock, torch.int8), "torch._int_mm 8192^3 int8->int32, median of 20"),
     }
     measured, clocks, method, errors = {}, {}, {}, {}
     for key, (fn, how) in probes.items():
         try:
-            with clock.sampling() as clk:
-                measured[key] = fn()
-            clocks[key], method[key] = clk["mean"], how
+            measured[key], clocks[key] = fn()
+            method[key] = how
         except Exception as e:  # one missing ceiling should not cost the others
             measured[key], errors[key] = None, f"{type(e).__name__}: {e}"
     return {"gpu": gpu, "measured": measured, "datasheet": datasheet(gpu), "sm_clock_mhz": clocks,

@@ -18,10 +18,10 @@ _FLAGS = ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_re
 
 
 @contextmanager
-def _tf32(enabled: bool):
+def precision_flags(tf32: bool):
     flags = torch.backends.cuda.matmul
     saved = {f: getattr(flags, f) for f in _FLAGS}
-    flags.allow_tf32 = enabled
+    flags.allow_tf32 = tf32
     flags.allow_fp16_reduced_precision_reduction = False
     flags.allow_bf16_reduced_precision_reduction = False
     try:
@@ -38,10 +38,10 @@ def _addmm(p):
 
 def gemm_fp32(p):
     """fp32 inputs with TF32 off (true SGEMM); fp16/bf16 inputs use cuBLAS's default (fp32 accumulation)."""
-    with _tf32(False):
+    with precision_flags(tf32=False):
         _addmm(p)
 
 
 def gemm_tf32(p):
-    with _tf32(True):
+    with precision_flags(tf32=True):
         _addmm(p)

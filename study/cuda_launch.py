@@ -76,9 +76,12 @@ def _load(source: str, entry: str, device_index: int, max_dynamic_smem: int) -> 
     return LoadedKernel(fn, cubin, entry)
 
 
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
 def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int = 0) -> LoadedKernel:
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    return _load(str(source), entry, idx, max_dynamic_smem)
+    return _load(str(source), entry, _index(device), max_dynamic_smem)
 
 
 # Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
@@ -92,7 +95,6 @@ def launch(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, i
     types = tuple(CTYPES[t] for t, _ in args)
     stream = torch.cuda.current_stream(device).cuda_stream
     with torch.cuda.device(device):
-        check(drv.cuCtxSetCurrent(_primary_context(device.index if device.index is not None
-                                                   else torch.cuda.current_device())), "cuCtxSetCurrent")
+        check(drv.cuCtxSetCurrent(_primary_context(_index(device))), "cuCtxSetCurrent")
         check(drv.cuLaunchKernel(k.function, *grid, *block, smem, drv.CUstream(stream), (values, types), 0),
               f"cuLaunchKernel({k.entry})")

@@ -36,8 +36,10 @@ def make_inputs(M: int, N: int, K: int, dtype: str, device, alpha=1.0, beta=0.0,
         return torch.randint(-8, 8, (r, c), generator=g, device=device, dtype=torch.int32).to(t)
 
     a, b = rand(M, K), rand(K, N)
-    c = rand(M, N) if beta != 0 else torch.full((M, N), float("nan"), device=device).to(t) \
-        if t.is_floating_point else rand(M, N)
+    if beta == 0 and t.is_floating_point:
+        c = torch.full((M, N), float("nan"), device=device, dtype=t)   # must never be read
+    else:
+        c = rand(M, N)
     ot = DTYPES[out_dtype or dtype]
     out = torch.full((M, N), float("nan") if ot.is_floating_point else -(2**31), device=device, dtype=ot)
     return Inputs(a, b, c, out, float(alpha), float(beta), seed)
