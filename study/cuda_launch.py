@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .cuda_build import Cubin, arch_for_capability, build
+from .cuda_build import NVCC_FLAGS, Cubin, arch_for_capability, build
 
 
 class CudaLaunchError(RuntimeError):
@@ -63,10 +63,10 @@ class LoadedKernel:
 
 
 @functools.lru_cache(maxsize=None)
-def _load(source: str, entry: str, device_index: int, max_dynamic_smem: int) -> LoadedKernel:
+def _load(source: str, entry: str, device_index: int, max_dynamic_smem: int, flags: tuple[str, ...]) -> LoadedKernel:
     drv = _driver()
     with _lock:
-        cubin = build(source, device_arch(torch.device("cuda", device_index)))
+        cubin = build(source, device_arch(torch.device("cuda", device_index)), flags)
         check(drv.cuCtxSetCurrent(_primary_context(device_index)), "cuCtxSetCurrent")
         module = check(drv.cuModuleLoad(str(cubin.path).encode()), f"cuModuleLoad({cubin.path.name})")
         fn = check(drv.cuModuleGetFunction(module, entry.encode()), f"cuModuleGetFunction({entry})")
@@ -80,8 +80,18 @@ def _index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int = 0) -> LoadedKernel:
-    return _load(str(source), entry, _index(device), max_dynamic_smem)
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def sm_count(device: torch.device) -> int:
+    return _sm_count(_index(device))
+
+
+def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int = 0,
+           flags: tuple[str, ...] = NVCC_FLAGS) -> LoadedKernel:
+    return _load(str(source), entry, _index(device), max_dynamic_smem, tuple(flags))
 
 
 # Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().

@@ -34,7 +34,11 @@ def _interpreting() -> bool:
 
 @dataclass(frozen=True)
 class CudaLaunch:
-    """How a cuda_kernels/*.cu entry is launched: one block per `tile` of D, `block` threads each."""
+    """How a cuda_kernels/*.cu entry is launched: one block per `tile` of D, `block` threads each.
+
+    A kernel that moves 16-byte vectors names an `unaligned_entry` too (the same template, scalar accesses):
+    it is launched whenever an operand's start or leading dimension is not a multiple of 16 bytes, so a view
+    at an odd offset gets the slow path, never a misaligned-address fault."""
     source: str
     entry: str
     block: tuple[int, int, int]
@@ -42,6 +46,7 @@ class CudaLaunch:
     rows_on_x: bool = False          # grid.x walks M (stage 01's uncoalesced map) instead of N
     dynamic_smem: int = 0
     spills_ok: bool = False          # CI fails on register spills unless a kernel declares them deliberate
+    unaligned_entry: str = ""
 
     def grid(self, name: str, M: int, N: int) -> tuple[int, int, int]:
         over_m, over_n = -(-M // self.tile[0]), -(-N // self.tile[1])
@@ -51,11 +56,19 @@ class CudaLaunch:
                              f"grid.x <= 2**31-1 and grid.y <= 65535")
         return gx, gy, 1
 
+    def entries(self) -> tuple[str, ...]:
+        return (self.entry, self.unaligned_entry) if self.unaligned_entry else (self.entry,)
+
+    def entry_for(self, p) -> str:
+        if self.unaligned_entry and not all(_aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None):
+            return self.unaligned_entry
+        return self.entry
+
     def __call__(self, name: str, p) -> None:
         from . import cuda_launch
         M, N, K = p.mnk
         grid = self.grid(name, M, N)
-        k = cuda_launch.kernel(CUDA_DIR / self.source, self.entry, p.a.device, self.dynamic_smem)
+        k = cuda_launch.kernel(CUDA_DIR / self.source, self.entry_for(p), p.a.device, self.dynamic_smem)
         c = p.c if p.c is not None else p.out   # never read when beta == 0 (the kernel checks beta)
         cuda_launch.launch(k, grid, self.block, self.dynamic_smem, [
             ("int", M), ("int", N), ("int", K), ("float", p.alpha),
@@ -67,6 +80,35 @@ class CudaLaunch:
         from .cuda_build import build
         r = build(CUDA_DIR / self.source).resources[self.entry]
         return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem, "spills": r.spills}
+
+
+def _aligned16(t) -> bool:
+    """16-byte vectors are safe on every row: the start and the row pitch are multiples of 16 bytes."""
+    return t.data_ptr() % 16 == 0 and (t.shape[0] == 1 or (t.stride(0) * t.element_size()) % 16 == 0)
+
+
+@dataclass(frozen=True)
+class CudaDispatch:
+    """Tile shapes of one kernel, largest first: a call takes the largest whose grid still gives every SM a
+    block (big tiles reuse more, but a 1024^2 output in 128x128 tiles would leave half an H100 idle)."""
+    choices: tuple[CudaLaunch, ...]
+    _last: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def pick(self, M: int, N: int, device) -> CudaLaunch:
+        from .cuda_launch import sm_count
+        sms = sm_count(device)
+        for c in self.choices:
+            if -(-M // c.tile[0]) * -(-N // c.tile[1]) >= sms:
+                return c
+        return self.choices[-1]
+
+    def __call__(self, name: str, p) -> None:
+        M, N, _ = p.mnk
+        self._last["launch"] = c = self.pick(M, N, p.a.device)
+        c(name, p)
+
+    def resources(self) -> dict:
+        return self._last.get("launch", self.choices[0]).resources()
 
 
 @dataclass(frozen=True)
@@ -105,10 +147,10 @@ class TorchLaunch:
 @dataclass(frozen=True, eq=False)
 class Impl:
     name: str
-    backend: str                           # "cuda" | "triton" | "cublas"
+    backend: str                           # "cuda" | "triton" | "gluon" | "cublas"
     stage: Stage | None                    # None for baselines
     dtypes: dict[str, str]                 # input dtype -> precision label
-    launch: CudaLaunch | TritonLaunch | TorchLaunch
+    launch: CudaLaunch | CudaDispatch | TritonLaunch | TorchLaunch
     sources: tuple[Path, ...]
     title: str = ""
     out_dtypes: dict[str, str] = field(default_factory=dict)
@@ -125,7 +167,7 @@ class Impl:
         checks, which is what the runner times."""
         from .contract import validate
         p = validate(self.name, self.dtypes, self.out_dtypes, a, b, c, alpha, beta, out,
-                     allow_cpu=self.backend == "triton" and _interpreting())
+                     allow_cpu=self.backend == "triton" and _interpreting())   # Gluon has no interpreter
         return (lambda: self.launch(self.name, p)), p.out
 
     @property
@@ -156,20 +198,53 @@ def _triton_sources(module: str) -> tuple[Path, ...]:
     return (TRITON_DIR / f"{module}.py", TRITON_DIR / "_common.py")
 
 
-def _stage(number: str, cuda: CudaLaunch, dtypes: dict[str, str]) -> list[Impl]:
-    """A ladder stage: its CUDA kernel and the Triton module of the same number and name."""
+def _gluon_sources(key: str) -> tuple[Path, ...]:
+    return (TRITON_DIR / "gluon" / f"{key}.py", TRITON_DIR / "gluon" / "_common.py", TRITON_DIR / "_common.py")
+
+
+def _stage(number: str, cuda: CudaLaunch | CudaDispatch, dtypes: dict[str, str], gluon: bool = False) -> list[Impl]:
+    """A ladder stage: its CUDA kernel, the Triton module of the same number and name, and (from stage 03
+    on) the Gluon module of that name under triton_kernels/gluon/."""
     s = stage(number)
-    assert cuda.source == f"{s.key}.cu", (cuda.source, s.key)
-    return [
-        Impl(f"cuda:{s.key}", "cuda", s, dtypes, cuda, _cuda_sources(cuda.source), s.title),
+    source = (cuda.choices[0] if isinstance(cuda, CudaDispatch) else cuda).source
+    assert source == f"{s.key}.cu", (source, s.key)
+    impls = [
+        Impl(f"cuda:{s.key}", "cuda", s, dtypes, cuda, _cuda_sources(source), s.title),
         Impl(f"triton:{s.key}", "triton", s, dtypes, TritonLaunch(s.key), _triton_sources(s.key), s.title),
     ]
+    if gluon:
+        impls.append(Impl(f"gluon:{s.key}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}"),
+                          _gluon_sources(s.key), s.title))
+    return impls
 
+
+def _simt(source: str, entry: str, tile: int | tuple[int, int], threads: int, smem: int = 0,
+          vec: bool = False) -> CudaLaunch:
+    """An fp32 stage from 04 on: one 1-D block of `threads` per tile of D (square if one number)."""
+    return CudaLaunch(source, entry, (threads, 1, 1), tile if isinstance(tile, tuple) else (tile, tile),
+                      dynamic_smem=smem, unaligned_entry=f"{entry}_unaligned" if vec else "")
+
+
+# Dynamic shared memory of the pipelined stages (bytes), as their .cu files size their rings.
+CP_ASYNC_SMEM = 4 * (128 * 8 + 8 * 128) * 4          # 4 stages of a 128x8 A tile and an 8x128 B tile
+WS_SMEM = CP_ASYNC_SMEM
+# Stage 09's shape classes, largest first: (BM, BN, threads, BK); 3 ring stages of BK rows of A^T (BM + 4
+# floats, padded) and of B (BN floats), as Tile::SMEM_BYTES in the .cu file.
+BEST_TILES = ((128, 256, 256, 32), (128, 128, 128, 32), (64, 64, 128, 16))
 
 _IMPLS: list[Impl] = [
     *_stage("01", CudaLaunch("01_naive.cu", "sgemm_naive", (32, 32, 1), (32, 32), rows_on_x=True), FP32),
     *_stage("02", CudaLaunch("02_coalesced.cu", "sgemm_coalesced", (32, 32, 1), (32, 32)), FP32),
-    *_stage("03", CudaLaunch("03_smem_tiling.cu", "sgemm_smem_tiling", (32, 32, 1), (32, 32)), FP32),
+    *_stage("03", CudaLaunch("03_smem_tiling.cu", "sgemm_smem_tiling", (32, 32, 1), (32, 32)), FP32, gluon=True),
+    *_stage("04", _simt("04_tiling_1d.cu", "sgemm_tiling_1d", 64, 512), FP32, gluon=True),
+    *_stage("05", _simt("05_tiling_2d.cu", "sgemm_tiling_2d", 128, 256), FP32, gluon=True),
+    *_stage("06", _simt("06_vectorized.cu", "sgemm_vectorized", 128, 256, vec=True), FP32, gluon=True),
+    *_stage("07", _simt("07_cp_async.cu", "sgemm_cp_async", 128, 256, smem=CP_ASYNC_SMEM, vec=True), FP32, gluon=True),
+    *_stage("08", _simt("08_warp_specialized.cu", "sgemm_warp_specialized", 128, 288, smem=WS_SMEM, vec=True),
+            FP32, gluon=True),
+    *_stage("09", CudaDispatch(tuple(_simt("09_best_simt.cu", f"sgemm_best_{bm}x{bn}", (bm, bn), thr,
+                                           3 * bk * (bm + 4 + bn) * 4, vec=True)
+                                     for bm, bn, thr, bk in BEST_TILES)), FP32, gluon=True),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
@@ -209,6 +284,8 @@ def baseline_for(dtype: str, precision: str) -> Impl:
 
 def cuda_sources() -> list[tuple[Path, str, bool]]:
     """(source, entry, spills_ok) for every CUDA kernel the study compiles, ladder and ceiling benchmarks."""
-    out = [(CUDA_DIR / i.launch.source, i.launch.entry, i.launch.spills_ok)
-           for i in _IMPLS if isinstance(i.launch, CudaLaunch)]
+    out = []
+    for i in _IMPLS:
+        launches = i.launch.choices if isinstance(i.launch, CudaDispatch) else (i.launch,)
+        out += [(CUDA_DIR / c.source, e, c.spills_ok) for c in launches if isinstance(c, CudaLaunch) for e in c.entries()]
     return out + [(ROOT / "study" / "kernels" / "fma_peak.cu", "fma_peak", False)]

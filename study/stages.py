@@ -40,6 +40,42 @@ STAGES: tuple[Stage, ...] = (
         "A block stages 32x32 tiles of A and B in shared memory, so every element fetched from global "
         "memory is reused 32 times; ragged edges are zero-filled.",
     ),
+    Stage(
+        "04", "tiling_1d", "1D block tiling + thread coarsening",
+        "seed 000 kernel 2, seed 001 (1D BlockTiling)",
+        "Each thread computes a strip of 8 outputs down one column of a 64x64 tile, so one B value read from "
+        "shared memory feeds 8 FMAs held in registers.",
+    ),
+    Stage(
+        "05", "tiling_2d", "2D block tiling",
+        "seed 000 kernel 3, seed 001 (2D BlockTiling)",
+        "Each thread computes an 8x8 block of a 128x128 tile: per k it reads 8 A and 8 B values from shared "
+        "memory into registers and does 64 FMAs (an outer product).",
+    ),
+    Stage(
+        "06", "vectorized", "Vectorized (float4) access",
+        "seed 000 kernel 4, seed 001 (vectorized access)",
+        "As stage 05, with 16-byte global loads and stores and A stored transposed in shared memory, so a "
+        "thread's operands arrive in 16-byte shared loads.",
+    ),
+    Stage(
+        "07", "cp_async", "cp.async multi-stage pipeline",
+        "seed 000 kernel 5",
+        "A ring of shared-memory stages filled by asynchronous copies (cp.async), so the loads of later "
+        "k-tiles overlap the FMAs on the current one.",
+    ),
+    Stage(
+        "08", "warp_specialized", "Warp specialization",
+        "seed 000 kernel 6",
+        "Producer warps only copy tiles into the ring and consumer warps only compute, handing stages over "
+        "through per-stage barriers instead of block-wide synchronisation.",
+    ),
+    Stage(
+        "09", "best_simt", "Best SIMT: warp tiling + pipeline, tuned per shape",
+        "seed 000 kernels 3-5, seed 001",
+        "Warp-tiled 8x8 register tiles with conflict-free 16-byte shared loads, a multi-stage cp.async "
+        "pipeline, and the tile shape chosen per problem so the grid fills the GPU.",
+    ),
 )
 
 
