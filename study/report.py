@@ -163,34 +163,57 @@ def _cell(rows: pd.DataFrame) -> dict | None:
     }
 
 
-def _stage_rows(at: pd.DataFrame, present: set[str], titles: dict[str, str]) -> list[dict]:
+def _backends(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """(backend, column title) for every ladder backend in the frame, in the study's order."""
+    present = set(df["backend"]) - {"cublas", ""}
+    known = [b for b in roofline.BACKEND_NAMES if b in present]
+    return [(b, roofline.BACKEND_NAMES.get(b, b)) for b in known + sorted(present - set(known))]
+
+
+def _bought(at: pd.DataFrame, num: str, prev: str | None, backends) -> str:
+    """What the stage bought, measured: its TFLOP/s against the previous stage's, per backend."""
+    if prev is None:
+        return ""
+    parts = []
+    for b, title in backends:
+        now = at.loc[(at["stage"] == num) & (at["backend"] == b) & at["passed"], "tflops"]
+        before = at.loc[(at["stage"] == prev) & (at["backend"] == b) & at["passed"], "tflops"]
+        if len(now) and len(before) and before.iloc[-1] > 0:
+            parts.append(f"{title} {now.iloc[-1] / before.iloc[-1]:.2f}x")
+    return f"Against stage {prev}: " + ", ".join(parts) + "." if parts else ""
+
+
+def _stage_rows(at: pd.DataFrame, present: set[str], titles: dict[str, str], backends) -> list[dict]:
     known = {s.number: s for s in STAGES}
     numbers = [s.number for s in STAGES if s.number in present] + sorted(present - set(known))
     rows = []
-    for num in numbers:
+    for i, num in enumerate(numbers):
         s = known.get(num)
         rows.append({
             "kind": "stage", "number": num, "title": s.title if s else titles.get(num, ""),
             "summary": s.summary if s else "", "seed": s.seed if s else "",
-            "cuda": _cell(at[(at["stage"] == num) & (at["backend"] == "cuda")]),
-            "triton": _cell(at[(at["stage"] == num) & (at["backend"] == "triton")]),
+            "bought": _bought(at, num, numbers[i - 1] if i else None, backends),
+            "notes": [f"{roofline.BACKEND_NAMES.get(b, b)}: {t}" for b, t in (s.notes if s else {}).items()],
+            "cells": {b: _cell(at[(at["stage"] == num) & (at["backend"] == b)]) for b, _ in backends},
         })
     return rows
 
 
-def _baseline_rows(at: pd.DataFrame, impls: list[str]) -> list[dict]:
+def _baseline_rows(at: pd.DataFrame, impls: list[str], backends) -> list[dict]:
     rows = []
     for impl in impls:
         cell = _cell(at[at["impl"] == impl])
         # cuBLAS sits with CUDA; a tuned Triton baseline sits with Triton, so each column compares like with like.
-        side = "triton" if cell and at.loc[at["impl"] == impl, "backend"].iloc[-1] == "triton" else "cuda"
+        side = at.loc[at["impl"] == impl, "backend"].iloc[-1] if cell else "cuda"
+        side = side if side in dict(backends) else "cuda"
         rows.append({"kind": "baseline", "number": "baseline", "title": impl, "summary": "", "seed": "",
-                     "cuda": cell if side == "cuda" else None, "triton": cell if side == "triton" else None})
+                     "bought": "", "notes": [], "cells": {b: cell if b == side else None for b, _ in backends}})
     return rows
 
 
 def stage_tables(df: pd.DataFrame) -> list[dict]:
     tables = []
+    backends = _backends(df) or [("cuda", "CUDA")]
     for dtype in roofline.dtype_order(df["dtype"]):
         d = df[df["dtype"] == dtype]
         shape, square = reference_shape(d)
@@ -201,8 +224,8 @@ def stage_tables(df: pd.DataFrame) -> list[dict]:
         titles = dict(zip(d["stage"], d["stage_title"]))
         styles = roofline.series_styles(df)
         impls = sorted(set(d.loc[d["stage"] == "baseline", "impl"]), key=lambda i: styles[i].order)
-        tables.append({"dtype": dtype, "shape": "x".join(map(str, shape)), "square": square,
-                       "rows": _stage_rows(at, present, titles) + _baseline_rows(at, impls)})
+        tables.append({"dtype": dtype, "shape": "x".join(map(str, shape)), "square": square, "backends": backends,
+                       "rows": _stage_rows(at, present, titles, backends) + _baseline_rows(at, impls, backends)})
     return tables
 
 
@@ -223,7 +246,7 @@ def _safe(name: str) -> str:
 
 def render_figures(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> tuple[list[dict], str | None]:
     # Outputs of an earlier render (e.g. a dtype since dropped) would otherwise linger beside the new page.
-    for old in [*report_dir.glob("roofline_*.png"), report_dir / "tflops_vs_size.png"]:
+    for old in [*report_dir.glob("roofline_*.png"), report_dir / "tflops_vs_size.png", report_dir / "ladder_fp32.png"]:
         old.unlink(missing_ok=True)
     rooflines = []
     for dtype in roofline.dtype_order(df["dtype"]) if not df.empty else []:
@@ -231,24 +254,25 @@ def render_figures(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) ->
         if roofline.roofline(df, ceilings, dtype, report_dir / name):
             rooflines.append({"dtype": dtype, "src": name})
     size = roofline.tflops_vs_size(df, report_dir / "tflops_vs_size.png")
-    return rooflines, ("tflops_vs_size.png" if size else None)
+    ladder = roofline.ladder(df, report_dir / "ladder_fp32.png")
+    return rooflines, ("tflops_vs_size.png" if size else None), ("ladder_fp32.png" if ladder else None)
 
 
 def context(report_dir: Path) -> dict:
     df, notes = load_results(report_dir / "results.csv")
     env = load_json(report_dir / "environment.json")
     ceilings = load_json(report_dir / "ceilings.json")
-    rooflines, size_png = render_figures(df, ceilings, report_dir)
+    rooflines, size_png, ladder_png = render_figures(df, ceilings, report_dir)
     gpu = (env or {}).get("gpu") or (ceilings or {}).get("gpu") or (df["gpu"].iloc[0] if len(df) else "")
     failed = df[~df["passed"]]
     measured = {k: v for k, v in ((ceilings or {}).get("measured") or {}).items() if roofline.positive(v)}
     return {
-        "title": f"GEMM study: CUDA vs Triton ladder{f' on {gpu}' if gpu else ''}",
+        "title": f"GEMM study: CUDA, Triton and Gluon ladders{f' on {gpu}' if gpu else ''}",
         "gpu": gpu, "env": environment_rows(env), "fixture": bool((env or {}).get("fixture")),
         "ceilings": ceiling_rows(ceilings), "ceilings_measured": bool(measured),
         "ceilings_source": ((ceilings or {}).get("datasheet") or {}).get("source", ""),
         "ceilings_gpu": (ceilings or {}).get("gpu", ""),
-        "rooflines": rooflines, "size_png": size_png, "stage_tables": stage_tables(df),
+        "rooflines": rooflines, "size_png": size_png, "ladder_png": ladder_png, "stage_tables": stage_tables(df),
         "n_rows": len(df), "failed": full_rows(failed), "columns": FULL_TABLE_COLUMNS, "rows": full_rows(df),
         "notes": notes,
         "links": [n for n in ("results.csv", "environment.json", "ceilings.json") if (report_dir / n).exists()]

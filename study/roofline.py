@@ -46,8 +46,9 @@ STAGE_COLOURS = [c for i, c in enumerate(sns.color_palette("colorblind").as_hex(
 BASELINE_STYLES = {"cublas": ("#000000", "*"), "cublas:tf32": ("#7a7a7a", "X"), "triton:tuned": ("#b5179e", "P")}
 EXTRA_BASELINE_STYLES = (("#4d4d4d", "p"), ("#a0522d", "d"), ("#2f4f4f", "h"))
 
-PANELS = (("CUDA", "cuda"), ("Triton", "triton"))
-LINESTYLES = {"cuda": "-", "triton": "--", "cublas": "-"}
+PANELS = (("CUDA", "cuda"), ("Triton", "triton"), ("Gluon", "gluon"))
+BACKEND_NAMES = {backend: title for title, backend in PANELS}
+LINESTYLES = {"cuda": "-", "triton": "--", "gluon": ":", "cublas": "-"}
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,8 @@ def _legend_handles(points: pd.DataFrame, styles: dict[str, Style], with_ceiling
 
 
 def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) -> Path | None:
-    """Roofline of one input dtype: CUDA and Triton ladders side by side, cuBLAS on both for reference."""
+    """Roofline of one input dtype: the CUDA, Triton and Gluon ladders side by side (each panel that has
+    rows), cuBLAS on every panel for reference."""
     if df is None or df.empty:
         return None
     points = _plottable(_of_dtype(prepare(df), dtype), "intensity", "tflops")
@@ -282,9 +284,10 @@ def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) ->
     unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
     axes_rc, ctx_rc = _theme()
     with axes_rc, ctx_rc:
-        fig = Figure(figsize=(13, 5.4), layout="constrained")
-        axes = fig.subplots(1, 2, sharex=True, sharey=True)
-        for ax, (title, backend) in zip(axes, PANELS):
+        panels = [p for p in PANELS if p[1] in set(points["backend"])] or list(PANELS[:1])
+        fig = Figure(figsize=(2.6 + 5.2 * len(panels), 5.4), layout="constrained")
+        axes = fig.subplots(1, len(panels), sharex=True, sharey=True, squeeze=False)[0]
+        for ax, (title, backend) in zip(axes, panels):
             panel = points[points["backend"].isin({backend, "cublas"})]
             _draw_ceilings(ax, ceils, dram, dtype, xlim, ylim)
             _draw_points(ax, panel, styles)
@@ -306,9 +309,8 @@ def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) ->
 def _size_legend(points: pd.DataFrame, styles: dict[str, Style]) -> list[Line2D]:
     keys = sorted(set(points["series"]), key=lambda k: styles[k].order)
     handles = [Line2D([], [], color=styles[k].colour, marker=styles[k].marker, label=styles[k].label) for k in keys]
-    backends = [b for b in ("cuda", "triton") if b in set(points["backend"])]
-    handles += [Line2D([], [], color="#555555", ls=LINESTYLES[b], label={"cuda": "CUDA", "triton": "Triton"}[b])
-                for b in backends]
+    backends = [b for b in BACKEND_NAMES if b in set(points["backend"])]
+    handles += [Line2D([], [], color="#555555", ls=LINESTYLES[b], label=BACKEND_NAMES[b]) for b in backends]
     if (~points["passed"]).any():
         handles.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="#555555",
                               label="hollow: failed check"))
@@ -359,4 +361,47 @@ def tflops_vs_size(df: pd.DataFrame, path: Path) -> Path | None:
             ax.xaxis.set_minor_locator(NullLocator())
         axes[0].set_ylabel("TFLOP/s")
         fig.legend(handles=_size_legend(points, styles), loc="outside right upper", frameon=False, fontsize=8.5)
+        return _save(fig, path)
+
+
+# --- the ladder -----------------------------------------------------------------------------------
+
+def ladder(df: pd.DataFrame, path: Path, dtype: str = "fp32", sides: tuple[int, ...] = (4096, 8192)) -> Path | None:
+    """TFLOP/s by stage at square sizes: one bar group per stage (a bar per backend), cuBLAS as a line."""
+    if df is None or df.empty:
+        return None
+    d = prepare(df)
+    d = d[(d["dtype"] == dtype) & (d["M"] == d["N"]) & (d["N"] == d["K"]) & d["passed"]]
+    sides = tuple(n for n in sides if (d["M"] == n).any())
+    stages = [s.number for s in STAGES if (d["stage"] == s.number).any()]
+    if not sides or not stages:
+        return None
+    backends = [b for b in BACKEND_NAMES if (d["backend"] == b).any()]
+    palette = dict(zip(BACKEND_NAMES, sns.color_palette("colorblind", 3).as_hex()))
+    axes_rc, ctx_rc = _theme()
+    with axes_rc, ctx_rc:
+        fig = Figure(figsize=(1.2 + 0.75 * len(stages) * len(sides) + 2, 4.6), layout="constrained")
+        axes = fig.subplots(1, len(sides), sharey=True, squeeze=False)[0]
+        width = 0.8 / max(len(backends), 1)
+        for ax, n in zip(axes, sides):
+            at = d[d["M"] == n]
+            for j, b in enumerate(backends):
+                ys = [at.loc[(at["stage"] == s) & (at["backend"] == b), "tflops"] for s in stages]
+                xs = [i + (j - (len(backends) - 1) / 2) * width for i in range(len(stages))]
+                vals = [y.iloc[-1] if len(y) else 0.0 for y in ys]
+                bars = ax.bar(xs, vals, width, color=palette[b], label=BACKEND_NAMES[b])
+                for bar, v in zip(bars, vals):
+                    if v:
+                        ax.annotate(f"{v:.3g}", (bar.get_x() + bar.get_width() / 2, v), xytext=(0, 1),
+                                    textcoords="offset points", ha="center", va="bottom", fontsize=6.5, rotation=90)
+            base = at.loc[(at["impl"] == "cublas"), "tflops"]
+            if len(base):
+                ax.axhline(base.iloc[-1], color="#000000", lw=1.4, label="cuBLAS")
+                ax.annotate(f"cuBLAS {base.iloc[-1]:.3g}", (0, base.iloc[-1]), xytext=(2, 2), textcoords="offset points",
+                            xycoords=("axes fraction", "data"), fontsize=7.5)
+            ax.set_xticks(range(len(stages)), stages)
+            ax.set(title=f"{dtype} {n}x{n}x{n}", xlabel="stage")
+        axes[0].set_ylabel("TFLOP/s")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", frameon=False, fontsize=8.5)
         return _save(fig, path)

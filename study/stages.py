@@ -5,7 +5,7 @@ Implementations are attached to stages in `study.registry`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class Stage:
     title: str
     seed: str            # which seed (shared/seeds) it reproduces, cited by number
     summary: str         # one sentence for the report's stage table
+    notes: dict[str, str] = field(default_factory=dict)   # backend -> what that form could not express
 
     @property
     def key(self) -> str:

@@ -1,7 +1,7 @@
 """Run the study on the local GPU and write reports/: results.csv, environment.json, ceilings.json, plots,
 index.html.
 
-    python -m study.sweep --quick                 # a few minutes: square 256..4096, fp32 and bf16
+    python -m study.sweep --quick                 # a few minutes: square 256..8192, fp32 and bf16
     python -m study.sweep                         # the full ladder 128..8192 plus LLM-like shapes
     python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
     python -m study.sweep --resume                # skip rows already in results.csv
@@ -22,7 +22,7 @@ from . import registry
 from .schema import RESULT_COLUMNS
 
 SQUARE = [128, 256, 512, 1024, 2048, 4096, 8192]
-QUICK_SQUARE = [256, 1024, 2048, 4096]
+QUICK_SQUARE = [256, 1024, 4096, 8192]
 # LLM-like: an MLP up-projection (4096 tokens, d=4096 -> 14336), its down-projection, and two skinny ones
 # (a decode step of 16 tokens; a long-K reduction onto few columns).
 LLM = [(4096, 14336, 4096), (4096, 4096, 14336), (16, 4096, 4096), (8192, 64, 8192)]
@@ -100,7 +100,7 @@ def plan(impls, shapes, dtypes):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stages", default="all", help="comma list of stage numbers and/or 'baseline' (default all)")
-    ap.add_argument("--backends", default="cuda,triton,cublas")
+    ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})))
     ap.add_argument("--dtypes", default=None, help="comma list (default fp32,fp16,bf16; --quick: fp32,bf16)")
     ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...]")
     ap.add_argument("--quick", action="store_true", help="fewer shapes and dtypes, shorter timing budget")

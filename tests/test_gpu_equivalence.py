@@ -44,3 +44,27 @@ def test_padded_rows_and_repeat_calls(impl_name, dtype):
         v = run_and_judge(impl, dtype, x)
         assert v.passed, f"{impl_name} {dtype} padded: seed={x.seed}: {v.error}"
         assert wide_out[:, N:].isnan().all(), "wrote outside D's columns"
+
+
+def _shifted(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` that starts one element into its storage and has an odd leading dimension: neither its
+    start nor its row pitch is a multiple of 16 bytes (or of 4 bytes, for 2-byte dtypes)."""
+    rows, cols = t.shape
+    pad = 1 if cols % 2 == 0 else 2
+    buf = torch.full((rows * (cols + pad) + 1,), float("nan"), device=t.device, dtype=t.dtype)
+    view = buf[1:].view(rows, cols + pad)[:, :cols]
+    view.copy_(t)
+    return view
+
+
+@pytest.mark.parametrize("M,N,K", [(67, 45, 131), (130, 257, 64)])
+@pytest.mark.parametrize("impl_name,dtype", impl_dtypes())
+def test_unaligned_views(impl_name, dtype, M, N, K):
+    """Operands at storage offset 1 with odd leading dimensions: a 16-byte vector path must notice and fall
+    back (or refuse before launch), never fault on a misaligned address or read the wrong elements."""
+    impl = study.get(impl_name)
+    x = make_inputs(M, N, K, dtype, "cuda", 1.5, 0.5)
+    x.a, x.b, x.c, x.out = (_shifted(t) for t in (x.a, x.b, x.c, x.out))
+    assert all(t.data_ptr() % 16 and t.stride(0) % 2 for t in (x.a, x.b, x.c, x.out)), "views must be misaligned"
+    v = run_and_judge(impl, dtype, x)
+    assert v.passed, f"{impl_name} {dtype} unaligned {M}x{N}x{K}: seed={x.seed}: {v.error}"

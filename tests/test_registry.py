@@ -12,6 +12,8 @@ from study.schema import TOLERANCE
 
 CUDA = sorted(p.stem for p in registry.CUDA_DIR.glob("[0-9][0-9]_*.cu"))
 TRITON = sorted(p.stem for p in registry.TRITON_DIR.glob("[0-9][0-9]_*.py"))
+GLUON = sorted(p.stem for p in (registry.TRITON_DIR / "gluon").glob("[0-9][0-9]_*.py"))
+GLUON_FROM = "03"   # the Gluon column starts where shared memory starts
 
 
 def test_every_cuda_stage_has_a_triton_counterpart():
@@ -19,15 +21,23 @@ def test_every_cuda_stage_has_a_triton_counterpart():
     assert CUDA == TRITON, f"unpaired stage files: cuda-only {set(CUDA) - set(TRITON)}, triton-only {set(TRITON) - set(CUDA)}"
 
 
-def test_every_stage_file_is_registered_for_both_backends():
+def test_every_stage_from_03_has_a_gluon_twin():
+    assert GLUON == [k for k in CUDA if k >= GLUON_FROM], \
+        f"Gluon stages {GLUON} should be exactly the CUDA stages from {GLUON_FROM} on"
+
+
+def test_every_stage_file_is_registered_for_every_backend():
     names = {i.name for i in study.implementations()}
     for key in CUDA:
         assert f"cuda:{key}" in names and f"triton:{key}" in names, key
+    for key in GLUON:
+        assert f"gluon:{key}" in names, key
     assert [s.key for s in study.stages()] == CUDA
 
 
-@pytest.mark.parametrize("path", [registry.CUDA_DIR / f"{k}.cu" for k in CUDA] + [registry.TRITON_DIR / f"{k}.py" for k in TRITON],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [registry.CUDA_DIR / f"{k}.cu" for k in CUDA] + [registry.TRITON_DIR / f"{k}.py" for k in TRITON]
+                         + [registry.TRITON_DIR / "gluon" / f"{k}.py" for k in GLUON],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_stage_file_opens_with_its_story(path):
     head = path.read_text()[:2500]
     for word in ("Technique", "Reproduces", "Changed", "faster|slow"):

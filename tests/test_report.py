@@ -141,7 +141,7 @@ def test_duplicate_rows_keep_the_last(rendered):
     fp32 = next(t for t in stage_tables(df) if t["dtype"] == "fp32")
     assert fp32["shape"] == "4096x4096x4096"
     smem = next(r for r in fp32["rows"] if r["number"] == "03")
-    assert smem["cuda"]["tflops"] == "9.9"   # the re-run, not the first 9.6
+    assert smem["cells"]["cuda"]["tflops"] == "9.9"   # the re-run, not the first 9.6
 
 
 def test_one_png_per_dtype(rendered):

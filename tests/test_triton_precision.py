@@ -1,4 +1,4 @@
-"""Name the precision: compile every Triton kernel for sm_90 on the CPU (no GPU needed) and read what
+"""Name the precision: compile every Triton and Gluon kernel for sm_90 on the CPU (no GPU needed) and read what
 Triton made of it.
 
 The first GPU run of this study caught triton:03_smem_tiling, then written with no tl.dot at all, at relerr
@@ -32,18 +32,20 @@ def inspect_all() -> list[dict]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from triton.experimental.gluon._runtime import GluonASTSource
 
     import study
     from triton_kernels._common import signature
 
     out = []
-    for impl in study.implementations("triton", "fp32"):
+    for impl in _python_impls(study):
         mod = importlib.import_module(f"triton_kernels.{impl.launch.module}")
         metas = mod.variants(impl.launch.fn) if hasattr(mod, "variants") else [mod.META]
+        source_type = GluonASTSource if impl.backend == "gluon" else ASTSource
         for meta in metas[:2]:   # precision does not depend on tile shapes; two variants suffice
             consts = {k: v for k, v in meta.items() if k not in OPTIONS}
-            src = ASTSource(mod.KERNEL, {**signature("fp32"), **{k: "constexpr" for k in consts}},
-                            constexprs={"HAS_C": True, **consts})
+            src = source_type(mod.KERNEL, {**signature("fp32"), **{k: "constexpr" for k in consts}},
+                              constexprs={"HAS_C": True, **consts})
             k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                                options={o: v for o, v in meta.items() if o in OPTIONS})
             out.append({"impl": impl.name, "precision": impl.precision("fp32"), "meta": str(meta),
@@ -64,9 +66,14 @@ def inspected() -> dict[str, list[dict]]:
     return by_impl
 
 
+def _python_impls(study):
+    """Every Triton and Gluon implementation that takes fp32 inputs."""
+    return [i for i in study.implementations(dtype="fp32") if i.backend in ("triton", "gluon")]
+
+
 def _fp32_impls():
     import study
-    return [i.name for i in study.implementations("triton", "fp32")]
+    return [i.name for i in _python_impls(study)]
 
 
 @pytest.mark.parametrize("impl_name", _fp32_impls())

@@ -4,6 +4,8 @@
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick)
 #   STUDY_STEPS="build test sweep" selects steps (default: all three)
+#   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence
+#   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -24,8 +26,11 @@ if [[ " $STEPS " == *" build "* ]]; then
 fi
 if [[ " $STEPS " == *" test "* ]]; then
   log "GPU equivalence tests"
-  python3 -m pytest -m gpu -q -p no:cacheprovider --write-evidence reports/gpu-evidence.json \
-      --junitxml="$OUT/junit.xml" tests 2>&1 | tail -40 | tee "$OUT/tests.log" || status=1
+  TEST_ARGS=(-m gpu -q -p no:cacheprovider --write-evidence reports/gpu-evidence.json --junitxml="$OUT/junit.xml")
+  [ "${STUDY_STALE_ONLY:-0}" = 1 ] && TEST_ARGS+=(--stale-only)
+  python3 -c "import xdist" 2>/dev/null && TEST_ARGS+=(-n "${STUDY_TEST_WORKERS:-8}")
+  python3 -m pytest "${TEST_ARGS[@]}" tests > "$OUT/tests.log" 2>&1 || status=1
+  tail -40 "$OUT/tests.log"
 fi
 if [[ " $STEPS " == *" sweep "* ]]; then
   log "sweep ${SWEEP_ARGS[*]}"
