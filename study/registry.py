@@ -94,17 +94,16 @@ class CudaDispatch:
     choices: tuple[CudaLaunch, ...]
     _last: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def pick(self, M: int, N: int, device) -> CudaLaunch:
-        from .cuda_launch import sm_count
-        sms = sm_count(device)
+    def pick(self, M: int, N: int, sms: int) -> CudaLaunch:
         for c in self.choices:
             if -(-M // c.tile[0]) * -(-N // c.tile[1]) >= sms:
                 return c
         return self.choices[-1]
 
     def __call__(self, name: str, p) -> None:
+        from .cuda_launch import sm_count
         M, N, _ = p.mnk
-        self._last["launch"] = c = self.pick(M, N, p.a.device)
+        self._last["launch"] = c = self.pick(M, N, sm_count(p.a.device))
         c(name, p)
 
     def resources(self) -> dict:

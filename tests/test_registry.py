@@ -69,3 +69,29 @@ def test_source_hash_covers_sources_and_launch():
     impl = study.get("cuda:03_smem_tiling")
     assert impl.source_sha256() == impl.source_sha256()
     assert len({i.source_sha256() for i in study.implementations()}) == len(study.implementations())
+
+
+def test_vector_kernels_fall_back_on_unaligned_operands():
+    """A 16-byte path runs only when every operand's start and row pitch are 16-byte multiples."""
+    import torch
+
+    from study.contract import validate
+    launch = study.get("cuda:09_best_simt").launch.choices[0]
+    assert launch.unaligned_entry
+    a, b = torch.randn(64, 32), torch.randn(32, 48)
+    aligned = validate("t", {"fp32": "fp32"}, {}, a, b, allow_cpu=True)
+    assert launch.entry_for(aligned) == launch.entry
+    odd_rows = torch.randn(64, 33)[:, :32]                          # row pitch 132 bytes
+    shifted = torch.randn(64 * 32 + 1)[1:].view(64, 32)             # starts 4 bytes in
+    for bad_a in (odd_rows, shifted):
+        p = validate("t", {"fp32": "fp32"}, {}, bad_a, b, allow_cpu=True)
+        assert launch.entry_for(p) == launch.unaligned_entry
+
+
+def test_best_simt_picks_the_largest_tile_that_fills_the_gpu():
+    d = study.get("cuda:09_best_simt").launch
+    tiles = [c.tile for c in d.choices]
+    assert tiles == sorted(tiles, reverse=True), "choices must run largest first"
+    assert d.pick(4096, 4096, 132).tile == tiles[0]
+    assert d.pick(2048, 2048, 132).tile == tiles[1]      # 128 blocks of 128x256 would leave 4 SMs idle
+    assert d.pick(7, 5, 132).tile == tiles[-1]           # nothing fills the GPU: the smallest tile

@@ -46,12 +46,17 @@ def inspect_all() -> list[dict]:
             consts = {k: v for k, v in meta.items() if k not in OPTIONS}
             src = source_type(mod.KERNEL, {**signature("fp32"), **{k: "constexpr" for k in consts}},
                               constexprs={"HAS_C": True, **consts})
-            k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                               options={o: v for o, v in meta.items() if o in OPTIONS})
-            out.append({"impl": impl.name, "precision": impl.precision("fp32"), "meta": str(meta),
-                        "dots": [ln.strip()[:200] for ln in k.asm["ttir"].splitlines() if "tt.dot" in ln],
-                        "mmas": sorted(set(re.findall(r"\b\w*mma[\w.]*", k.asm["ptx"]))),
-                        "fp32_fma": "fma.rn.f32" in k.asm["ptx"]})
+            options = {**{o: v for o, v in meta.items() if o in OPTIONS}, **getattr(mod, "OPTIONS", {})}
+            k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+            # Plain Triton's tt.dot carries the input precision it will be lowered with.  Gluon has no TTIR,
+            # and its gl.dot_fma prints the default inputPrecision (tf32) although the FMA lowering never
+            # reads it, so Gluon is judged on its PTX alone.
+            dots = [ln.strip()[:200] for ln in k.asm["ttir"].splitlines() if "tt.dot" in ln] if impl.backend == "triton" else []
+            ptx = k.asm["ptx"]
+            out.append({"impl": impl.name, "precision": impl.precision("fp32"), "meta": str(meta), "dots": dots,
+                        "mmas": sorted(set(re.findall(r"\b\w*mma[\w.]*", ptx))),
+                        "tf32_cvt": "cvt.rna.tf32" in ptx,
+                        "fp32_fma": "fma.rn.f32" in ptx})
     return out
 
 
@@ -84,6 +89,7 @@ def test_fp32_label_matches_the_instructions(impl_name, inspected):
         if r["precision"] == "fp32":
             assert not any("tf32" in d for d in r["dots"]), f"{impl_name} is labelled fp32 but Triton emitted {r['dots']}"
             assert not r["mmas"], f"{impl_name} is labelled fp32 but its PTX has tensor-core ops {r['mmas'][:3]}"
+            assert not r["tf32_cvt"], f"{impl_name} is labelled fp32 but its PTX rounds operands to TF32"
             assert r["fp32_fma"], f"{impl_name}: no fp32 FMA in the PTX"
         elif r["precision"] == "tf32":
             assert any("tf32" in m for m in r["mmas"]), f"{impl_name} is labelled tf32 but issues no TF32 MMA: {r['mmas']}"

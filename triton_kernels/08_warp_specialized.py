@@ -1,0 +1,79 @@
+"""Stage 08 (Triton) - warp specialization: NOT EXPRESSIBLE for an fp32 FMA dot on sm_90 in Triton 3.6.
+
+What runs here is stage 07's kernel (same tiles, warps and pipeline) with automatic warp specialization
+requested on its K loop, tl.range(..., warp_specialize=True).  On sm_90 the request is accepted and ignored:
+the compiled kernel is stage 07's, instruction for instruction.  This row measures stage 07 again, under
+the stage 08 name, so that the ladder shows what Triton gives for this step: nothing.
+
+Technique:  (attempted) split the program's warps into a producer that only copies tiles into the shared-
+            memory ring and consumers that only compute, handing slots over through barriers, which is
+            the CUDA stage's 1 producer warp + 8 consumer warps.  (compiled) stage 07: all 8 warps issue
+            their share of every tile's cp.async copies and compute, one barrier pair per k-tile.
+Reproduces: seed 000 kernel 6 (one producer warp feeding consumer warps; 21.4 ms, slower than kernel 5's
+            14.9 ms on an L4).
+Changed:    only the loop's warp_specialize flag, and it changes nothing in the output (below).
+Why faster: it is not; identical code, so expect stage 07's time.  The CUDA stage expects 0.85-1.0x of its
+            stage 07 too: the FMA work is issue-bound, and one producer warp loads one scheduler.
+Ragged edges: stage 07's: masked loads give zeros outside M, N and K; masked stores; beta == 0 (HAS_C=False)
+            compiles no load of C.  Offsets are 64-bit.
+
+What the compiler did with the flag (Triton 3.6, offline compiles of this kernel and of a tf32 control):
+* sm_90, num_warps=8 (this file): the loop keeps its {tt.warp_specialize} attribute through TTGIR, but no
+  ttg.warp_specialize op or partition is created, and the PTX equals stage 07's.  The sm_90 pipeline runs
+  Hopper's own pass (nvgpu-warp-specialization, add_hopper_warpspec); it only partitions loops around
+  warp-group MMA (wgmma) dots, and an fp32 ieee dot is lowered to FMAs, never to wgmma.
+* Controls, to show the flag is live elsewhere: the same loop with input_precision="tf32" (a wgmma dot)
+  and num_warps=4 makes the Hopper pass engage, and abort on these pointer (non-TMA) loads:
+      WSLowerToken.cpp:73: processProducerCommitOp: Assertion `false' failed.
+  With num_warps=8 it leaves even the wgmma loop alone.  On sm_100 (where tl.range's docstring says warp
+  specialization is supported, "only on simple matmul loops") the tf32 loop is split into 4 partitions,
+  while this ieee FMA loop fails to compile:
+      Pipeline failed while executing [`TritonGPUAutomaticWarpSpecialization` ..., `NVWSInsertAref` ...]
+* Missing feature, then: automatic warp specialization has no FMA (non-tensor-core) path, and
+  triton.language itself cannot give different warps different code (no warp id, no per-warp branch).
+  Explicit partitions exist one level down, in Gluon (gl.warp_specialize), which is where this study's
+  Gluon stage 08 lives.
+Compiled kernel (as stage 07): 128x128 tile, BLOCK_K 16, 8 warps, cp.async.cg 16-byte copies into a 3-slot
+ring of 48 KB, accumulator sizePerThread [4, 4] (16x4 outputs per thread), 172 registers, no spills.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from triton_kernels._common import check_grid, epilogue, gemm_args
+
+META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, WARP_SPECIALIZE=True, num_warps=8, num_stages=4)
+
+
+@triton.jit
+def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
+                            HAS_C: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_K: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BLOCK_N)
+    rows = ((pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    cols = ((pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    ks = tl.arange(0, BLOCK_K)
+    in_m, in_n = rows[:, None] < M, cols[None, :] < N
+    a_ptrs = A + rows[:, None] * lda + ks[None, :]
+    b_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols[None, :]
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    # The request: partition this loop into producer (loads) and consumer (dot) warps.  Ignored on sm_90.
+    for k0 in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
+        a = tl.load(a_ptrs + k0, mask=in_m & (ks[None, :] < K - k0), other=0.0)
+        b = tl.load(b_ptrs + k0 * ldb.to(tl.int64), mask=(ks[:, None] < K - k0) & in_n, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float32)   # never TF32
+    mask = in_m & in_n
+    d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)
+    tl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+
+
+def gemm(p):
+    M, N, _ = p.mnk
+    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
+    check_grid("triton:08_warp_specialized", programs)
+    return warp_specialized_kernel[(programs,)](**gemm_args(p), **META)
+
+
+KERNEL = warp_specialized_kernel

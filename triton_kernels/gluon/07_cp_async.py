@@ -1,0 +1,255 @@
+"""Stage 07 (Gluon) - a multi-stage cp.async pipeline: the CUDA stage 07 kernel, written in Gluon.
+
+Technique:  one program (256 threads, num_warps=8) owns a 128x128 tile of D, 8x8 outputs per thread as 2x2
+            blocks of 4x4 (rows tr*4 + {0, 64}, columns tc*4 + {0, 64}, tr = tid // 16, tc = tid % 16: the
+            CUDA stage 06/07 map, written as the accumulator's BlockedLayout).  Shared memory is a ring of
+            STAGES = 4 slots of a BK = 8 deep tile of A (stored transposed, A^T[k][m]) and of B, filled by
+            cp.async (gl...ampere.async_copy.async_copy_global_to_shared): global -> shared with no trip
+            through registers.  While the program computes k-tile kt, the copies of tiles kt+1 .. kt+3 are
+            in flight.  Each tile is one commit group; wait_group(STAGES - 2) says this thread's copies of
+            tile kt have landed, and a barrier makes everyone's visible.
+Reproduces: seed 000 kernel 5 (N-stage asynchronous pipeline, 4 stages); the CUDA stage 07 kernel.
+Changed:    Gluon stage 06 loaded each tile into registers, stored it to shared memory and synchronised
+            twice per tile, so every tile waited for global memory with nothing else to do.  Now three
+            tiles are in flight while one is computed, no registers hold tiles in transit, and one barrier
+            per tile remains.  The math is written as rank-1 updates (gl.fma) instead of gl.dot_fma, which
+            lets BK return to CUDA's 8 (dot_fma needs 16).
+Why faster: the global-memory latency of a tile (~1 us under load) is covered by the math of the three
+            tiles ahead of it; what remains is issue bandwidth: per tile a thread issues 512 FMAs, 32
+            LDS.128, 5 copies and the barriers.  Prediction, as for the CUDA stage: 1.1-1.3x over stage 06.
+Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size operand 0 in the
+            PTX), so rows past M, columns past N and k past K arrive as zeros and add nothing.  Tiles past
+            the last one are not copied (an empty commit group keeps the group count in step).  Stores are
+            masked; beta == 0 (HAS_C=False) compiles no load of C.  All offsets are 64-bit.
+
+How it is written, and what Gluon 3.6 decides for us:
+* A^T in shared memory: cp.async cannot transpose a 16-byte vector, so A moves as 4-byte copies
+  (cp.async.ca, 4 per thread per tile).  The copy is written with a transposed pointer tile,
+  ptr[k, m] = A + m*lda + k, so the shared descriptor is A^T's own [BK, BM] shape.  A warp copies 8 k of 4
+  rows (four 32-byte segments, as the CUDA copier).  B moves as one 16-byte copy (cp.async.cg) per thread.
+* The A^T swizzle is a SharedLinearLayout (_a_smem_layout): offset bits 0-1 are m0-1 (a thread's 4 rows
+  stay one 16-byte vector), bits 2-4 are k0-2 XOR m2-4.  The 32 words a warp's 4-byte copies write fall in
+  32 banks, and the 8 vectors a warp reads at one k fall in 8 distinct bank quads.  Gluon's own
+  SwizzledSharedLayout (CUDA's m ^ 4k) cannot be used: reading row k of a tile is a one-row subslice of
+  the descriptor, and 3.6 refuses it ("We don't support splitting along the swizzling pattern") because
+  row k of an XOR swizzle does not start at a power-of-two offset; this layout keeps every k row at one.
+  (PaddedSharedLayout, CUDA's other trick, asserts in 3.6's NVIDIA lowering: toLinearLayout "unknown
+  layout".)
+* The inner product is written as rank-1 updates, not gl.dot_fma: per k, row k of A^T and row k of B are
+  loaded as [BM, 1] and [1, BN] tensors in the accumulator's layout (2 LDS.128 each) and
+  acc = gl.fma(a, b, acc) issues 64 fma.rn.f32.  gl.dot_fma would need K >= 16 per call and holds all
+  16 k of both operands (256 registers) before the first FMA; the rank-1 form is the CUDA loop.
+* N edge: a 16-byte copy of B needs its mask constant over 4 columns, so tiles that end past N take a
+  branch with per-column masks (4-byte copies; CUDA instead copies a partial 16 bytes, which Gluon cannot
+  express).  Full tiles mask only k.  Likewise the epilogue of a full tile masks rows only, so its stores
+  are st.global.v4.
+* 16-byte proof: Triton proves pointer alignment itself (pointer arguments that are 16-byte aligned are
+  specialised), but it only knows a leading dimension is a multiple of 4 when it is a multiple of 16.
+  LD4=True (set by gemm() when ldb, ldc and ldd are multiples of 4) writes them as (ld // 4) * 4, which
+  proves it; with LD4=False, or a misaligned base pointer, the same code issues 4-byte copies and scalar
+  stores - slower, never wrong.
+* One barrier per tile, as in CUDA, needs two allocations.  Triton's barrier analysis (membar) tracks
+  shared memory per allocation: with the ring as one [STAGES, ...] buffer it cannot tell the slot being
+  filled from the slot being read, and adds a second bar.sync between the copy and the math (measured
+  in the PTX of a one-buffer version).  So even k-tiles live in one allocation and odd ones in another,
+  and the k loop does two tiles per trip: tile kt reads one set while the copy of tile kt+3 (the other
+  parity) fills the other, and the analysis sees no conflict left uncovered by our one barrier.
+* M, N and K are never specialised (do_not_specialize): Triton's launcher turns an integer argument equal
+  to 1 into a compile-time constant, `if t < k_tiles` (K = 1) or `if full_n` (N = 1) then becomes a
+  constant-false scf.if, and 3.6 crashes lowering an async copy inside one (ConvertTritonGPUToLLVM:
+  SmallVector `idx < size()` assertion; minimal repro: a copy under `if 3 < gl.cdiv(K, 16)` with K = 1).
+  The fast paths test for full tiles themselves, so they do not need M, N, K's divisibility by 16 either.
+* Epilogue in four quarters (gl.reshape/permute/split of the accumulator, no data movement): with
+  beta != 0 a thread holds 16 values of C at a time instead of 64.
+* Registers: left alone, ptxas takes 165-186 (one program per SM).  OPTIONS caps them at 128, Gluon's
+  __launch_bounds__(256, 2): two programs per SM, no spills with beta == 0, 8-24 bytes of spills with
+  beta != 0, all in the epilogue of tiles that cross N (stored and reloaded once per such program).  32 KiB of shared memory.  Per k-tile and thread:
+  4 cp.async.ca (4 B) + 1 cp.async.cg (16 B), 32 ld.shared.v4, 512 fma.rn.f32, one bar.sync.
+"""
+from __future__ import annotations
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+
+from triton_kernels._common import check_grid, gemm_args
+from triton_kernels.gluon._common import epilogue, epilogue_store, tile_origin
+
+META = dict(BM=128, BN=128, BK=8, STAGES=4, LD4=True, num_warps=8, num_stages=1)
+# ptxas register cap, passed at launch: 2 programs of 256 threads per SM, as the CUDA stage's
+# __launch_bounds__(256, 2).  Kept out of META, whose non-option keys the offline tests pass as constexprs.
+OPTIONS = dict(maxnreg=128)
+
+
+@gluon.constexpr_function
+def _a_smem_layout(BK, BM):
+    """A^T tile [BK, BM] in shared memory.  Offset bit i holds the (k, m) in bases[i]: m0, m1, then k0-2
+    XOR m2-4, then m2-4 (which also flip k0-2: the XOR), the rest of m, the rest of k."""
+    bases = [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [1, 4], [2, 8], [4, 16]]
+    bases += [[0, 1 << b] for b in range(5, BM.bit_length() - 1)]
+    bases += [[1 << b, 0] for b in range(3, BK.bit_length() - 1)]
+    return gl.SharedLinearLayout(bases)
+
+
+@gluon.constexpr_function
+def _transposed(layout):
+    """The BlockedLayout of the transposed tile: loading [1, BM] in it and permuting gives [BM, 1] in layout."""
+    return gl.BlockedLayout(layout.size_per_thread[::-1], layout.threads_per_warp[::-1],
+                            layout.warps_per_cta[::-1], [1 - o for o in layout.order])
+
+
+@gluon.jit
+def _issue_tile(As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, kt, full_n,
+                BK: gl.constexpr):
+    """cp.async of k-tile kt into ring slots As, Bs; everything outside A or B arrives as zeros."""
+    k0 = kt * BK
+    k_left = K - k0
+    cp.async_copy_global_to_shared(As, A + a_rows[None, :] * lda + (k0 + a_k)[:, None],
+                                   mask=a_in_m & (a_k < k_left)[:, None])
+    b_ptrs = B + (k0 + b_k).to(gl.int64)[:, None] * ldb + b_cols[None, :]
+    if full_n:   # mask constant along a row: 16-byte copies
+        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=(b_k < k_left)[:, None])
+    else:        # the tile crosses N: per-column masks, 4-byte copies
+        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=(b_k < k_left)[:, None] & b_in_n)
+
+
+@gluon.jit
+def _step(acc, kt, k_tiles, A_read, B_read, A_fill, B_fill, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n,
+          lda, ldb, K, full_n, L: gl.constexpr, LT: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr):
+    """One k-tile: wait for tile kt (in A_read/B_read), start the copy of tile kt + STAGES - 1 (the other
+    parity, so into A_fill/B_fill), then acc += A[:, tile] @ B[tile, :] as BK rank-1 updates."""
+    HALF: gl.constexpr = STAGES // 2
+    cp.wait_group(STAGES - 2)
+    # One barrier, two jobs: tile kt is visible to all, and every thread has finished tile kt-1, whose
+    # slot the copy below overwrites.
+    gl.thread_barrier()
+    nxt = kt + STAGES - 1
+    if nxt < k_tiles:
+        _issue_tile(A_fill.index((nxt // 2) % HALF), B_fill.index((nxt // 2) % HALF), A, a_rows, a_k, a_in_m,
+                    B, b_k, b_cols, b_in_n, lda, ldb, K, nxt, full_n, BK)
+    cp.commit_group()
+
+    a_tile = A_read.index((kt // 2) % HALF)
+    b_tile = B_read.index((kt // 2) % HALF)
+    for k in gl.static_range(BK):
+        # Row k of A^T as [BM, 1] and row k of B as [1, BN], each thread's 8 values (2 LDS.128 each); the
+        # broadcast is free (same layout), and gl.fma is 64 fma.rn.f32.
+        a = gl.convert_layout(gl.permute(a_tile.slice(k, 1).load(LT), [1, 0]), L, assert_trivial=True)
+        b = b_tile.slice(k, 1).load(L)
+        a, b = gl.broadcast(a, b)
+        acc = gl.fma(a, b, acc)
+    return acc
+
+
+@gluon.jit
+def _split_rows(x):
+    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a wrap)."""
+    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
+
+
+@gluon.jit
+def _split_cols(x):
+    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
+    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
+
+
+@gluon.jit
+def _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
+    LC: gl.constexpr = acc.type.layout
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
+    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
+    if full_n:   # no column mask: 16-byte stores where D and ldd allow
+        mask = (rows < M)[:, None]
+        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
+        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    else:
+        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
+
+
+# M, N, K are never specialised to constants (see the docstring: a constant-false branch around an
+# async copy crashes the 3.6 compiler); leading dimensions still are.
+@gluon.jit(do_not_specialize=["M", "N", "K"])
+def cp_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
+                    HAS_C: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                    STAGES: gl.constexpr, LD4: gl.constexpr):
+    NW: gl.constexpr = gl.num_warps()
+    gl.static_assert(BM == 128 and BN == 128 and NW == 8, "the CUDA stage 07 block: 128x128, 256 threads")
+    gl.static_assert(BK == 8, "8 k per tile (one warp's copies span 8 k)")
+    gl.static_assert(STAGES >= 2 and STAGES % 2 == 0, "the ring is two sets of STAGES // 2 slots")
+    # The register tile: thread (tr, tc) = (tid // 16, tid % 16) holds rows tr*4 + {0..3} + {0, 64} and
+    # columns tc*4 + {0..3} + {0, 64} (the layout covers 64x64 and wraps twice each way).
+    L: gl.constexpr = gl.BlockedLayout([4, 4], [2, 16], [8, 1], [1, 0])
+    LT: gl.constexpr = _transposed(L)
+    # Copy layouts.  A, as the transposed pointer tile [BK, BM]: lanes walk 8 k (contiguous in A) x 4 rows,
+    # warps the next rows: 4 single-float copies per thread.  B [BK, BN]: a 16-byte chunk per thread.
+    LA: gl.constexpr = gl.BlockedLayout([1, 1], [8, 4], [1, NW], [0, 1])
+    LB: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NW, 1], [1, 0])
+    SA: gl.constexpr = _a_smem_layout(BK, BM)
+    SB: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])   # Bs[k][n]
+
+    if LD4:   # the launcher checked ld % 4 == 0; written so Triton can see it (16-byte vectors)
+        ldb = (ldb // 4).to(gl.int64) * 4
+        ldc = (ldc // 4).to(gl.int64) * 4
+        ldd = (ldd // 4).to(gl.int64) * 4
+    row0, col0 = tile_origin(gl.program_id(0), N, BM, BN)
+    full_n = col0 + BN <= N
+    a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)).to(gl.int64)
+    a_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
+    a_in_m = (a_rows < M)[None, :]
+    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
+    b_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64)
+    b_in_n = (b_cols < N)[None, :]
+
+    # The ring, as two allocations: even k-tiles live in set 0, odd ones in set 1, STAGES // 2 slots each
+    # (tile t in slot (t // 2) % (STAGES // 2) of set t % 2).  Why two: see the module docstring.
+    HALF: gl.constexpr = STAGES // 2
+    As0 = gl.allocate_shared_memory(gl.float32, [HALF, BK, BM], SA)
+    Bs0 = gl.allocate_shared_memory(gl.float32, [HALF, BK, BN], SB)
+    As1 = gl.allocate_shared_memory(gl.float32, [HALF, BK, BM], SA)
+    Bs1 = gl.allocate_shared_memory(gl.float32, [HALF, BK, BN], SB)
+    k_tiles = gl.cdiv(K, BK)
+
+    # Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits one group, empty or not, so tile t is
+    # always group t and "at most STAGES-2 groups pending" always means the tile about to be used is in.
+    for t in gl.static_range(STAGES - 1):
+        if t < k_tiles:
+            if t % 2 == 0:
+                _issue_tile(As0.index(t // 2), Bs0.index(t // 2), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
+                            b_in_n, lda, ldb, K, t, full_n, BK)
+            else:
+                _issue_tile(As1.index(t // 2), Bs1.index(t // 2), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
+                            b_in_n, lda, ldb, K, t, full_n, BK)
+        cp.commit_group()
+
+    acc = gl.zeros([BM, BN], gl.float32, L)
+    for kt in range(0, k_tiles, 2):
+        # An even tile (read from set 0 while set 1 is filled), then, if there is one, an odd tile.
+        acc = _step(acc, kt, k_tiles, As0, Bs0, As1, Bs1, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n,
+                    lda, ldb, K, full_n, L, LT, BK, STAGES)
+        if kt + 1 < k_tiles:
+            acc = _step(acc, kt + 1, k_tiles, As1, Bs1, As0, Bs0, A, a_rows, a_k, a_in_m, B, b_k, b_cols,
+                        b_in_n, lda, ldb, K, full_n, L, LT, BK, STAGES)
+    cp.wait_group(0)   # only empty groups remain, but no copy may outlive the program's shared memory
+
+    # Epilogue in four 64x64 quarters (the layout's wraps, so the split moves no data): with beta != 0 a
+    # thread holds 16 values of C at a time, not 64.
+    top, bottom = _split_rows(acc)
+    q00, q01 = _split_cols(top)
+    q10, q11 = _split_cols(bottom)
+    _store_part(q00, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+    _store_part(q01, alpha, beta, C, D, row0, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+    _store_part(q10, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
+    _store_part(q11, alpha, beta, C, D, row0 + BM // 2, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+
+
+def gemm(p):
+    M, N, _ = p.mnk
+    programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
+    check_grid("gluon:07_cp_async", programs)
+    args = gemm_args(p)
+    ld4 = all(args[ld] % 4 == 0 for ld in ("ldb", "ldc", "ldd"))
+    return cp_async_kernel[(programs,)](**args, **{**META, "LD4": ld4}, **OPTIONS)
+
+
+KERNEL = cp_async_kernel

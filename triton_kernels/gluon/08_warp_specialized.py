@@ -1,0 +1,224 @@
+"""Stage 08 (Gluon) - warp specialization: producer warps copy, consumer warps compute, mbarriers hand over.
+
+Technique:  gl.warp_specialize splits the program into two partitions.  The consumers (the default
+            partition, num_warps = 8, 256 threads) run stage 07's compute unchanged: a 128x128 tile of D,
+            8x8 outputs per thread, rank-1 updates from the A^T and B slots of a ring of STAGES = 4 k-tiles
+            of BK = 8.  The producer (a worker partition of 4 warps) issues every cp.async of every tile.
+            Slots change hands through two mbarriers each: full[s] completes when the producer's copies
+            into slot s have landed (every producer thread ends its copies with
+            cp.async.mbarrier.arrive.noinc, 128 arrivals), empty[s] when the consumers have finished
+            reading it.  No barrier of the whole program in the k loop (but see below).  The accumulator comes back out of the
+            default partition and the same 8 warps run stage 07's epilogue.
+Reproduces: seed 000 kernel 6 (a producer warp feeding consumer warps through a block-scoped pipeline);
+            the CUDA stage 08 kernel, with what Gluon 3.6 changes listed below.
+Changed:    stage 07 had every thread copy a share of each tile and all 8 warps meet at one barrier per
+            tile.  Now the copies and their address arithmetic run on separate warps, and readiness is
+            per slot (full/empty) instead of a barrier.
+Why faster: it may not be (seed 000: 1.43x slower than kernel 5 on an L4).  Prediction for H100/H200:
+            0.8-1.0x of Gluon stage 07 at 4096^3.  (1) The kernel is FMA-issue-bound; stage 07 already
+            keeps 3 tiles in flight, so there is little latency left for a producer to hide, and its copy
+            work was ~1% of the consumers' issue slots.  (2) Gluon still synchronises the 8 consumer warps
+            twice per tile (below), so the one thing warp specialization could win on SIMT - no barrier
+            where one slow warp stalls seven - is not obtained.  (3) The program is 12 warps at 168
+            registers, so one program per SM (8 computing warps), where stage 07 fits two (16).  What
+            Hopper's warp specialization is built for - TMA, where one thread moves a tile, and wgmma,
+            whose math runs asynchronously - does not apply to fp32 FMA.
+Ragged edges: as stage 07: masked cp.async zero-fills (src-size 0) rows past M, columns past N and k past
+            K; tiles whose columns cross N copy B with per-column masks; stores are masked; beta == 0
+            (HAS_C=False) compiles no load of C; offsets are 64-bit.  Both partitions run exactly
+            cdiv(K, BK) tiles, so the barrier phases never depend on the shape.
+
+What Gluon 3.6 expresses, and what it does not (all read from the compiled PTX, sm_90):
+* cp.async completion on an mbarrier: yes.  async_copy.mbarrier_arrive(full[s], increment_count=False)
+  is cp.async.mbarrier.arrive.noinc.shared.b64 - each producer thread's arrival fires when its own
+  copies land, so full[s] is initialised with the producer's thread count.
+* Per-warp release of a slot (CUDA: each consumer warp arrives on empty[s] after __syncwarp, 8 arrivals):
+  no.  mbarrier.arrive in a partition is executed by one thread (tid % 256 == 0) after a bar.sync of the
+  whole partition, so empty[s] counts 1 arrival and the 8 consumer warps meet once per tile anyway.
+* Waits without a barrier: no.  Triton's barrier analysis puts a bar.sync between any two waits on one
+  mbarrier array ("We can't have a warp get ahead when we have a chain of mbarrier wait",
+  NVIDIA::canSkipBarSync), so each consumer k-tile costs two named barriers of 256 threads, and each
+  producer tile one of 128.
+* A 1-warp producer: expressible, but a partition occupies a whole warpgroup (the program is 12 warps,
+  384 threads, with a 1-warp or a 4-warp worker), and one warp issuing all 40 copies per tile keeps 32
+  A-row addresses (64 registers) per thread: 976 bytes of spills at 64 registers, 776 at 80, 432-664 at
+  120.  So the producer is 4 warps (10 copies per thread per tile), which costs nothing the 1-warp
+  version would not.
+* Registers: Triton sizes the program at 168 per thread (168 x 384 <= 64K) and moves them with setmaxnreg:
+  inside the partitions the consumers run at 208, the producer at PRODUCER_REGS = 80 (at 64 and 72 the
+  producer spills 8 bytes when B's copies are 4-byte; at 80 nothing spills).
+* M, N, K are not specialised to constants (do_not_specialize), as in stage 07: with K = 1 or N = 1 a
+  branch around an async copy folds to a constant-false scf.if, which crashes the 3.6 lowering.
+* The accumulator never crosses partitions: it lives in the default partition, which is the parent's
+  own 8 warps, and is returned from gl.warp_specialize to the epilogue.
+"""
+from __future__ import annotations
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+
+from triton_kernels._common import check_grid, gemm_args
+from triton_kernels.gluon._common import epilogue, epilogue_store, tile_origin
+
+META = dict(BM=128, BN=128, BK=8, STAGES=4, PRODUCER_WARPS=4, PRODUCER_REGS=80, LD4=True,
+            num_warps=8, num_stages=1)
+
+
+@gluon.constexpr_function
+def _a_smem_layout(BK, BM):
+    """A^T tile [BK, BM] in shared memory (stage 07): offset bits 0-1 = m0-1, bits 2-4 = k0-2 XOR m2-4."""
+    bases = [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [1, 4], [2, 8], [4, 16]]
+    bases += [[0, 1 << b] for b in range(5, BM.bit_length() - 1)]
+    bases += [[1 << b, 0] for b in range(3, BK.bit_length() - 1)]
+    return gl.SharedLinearLayout(bases)
+
+
+@gluon.constexpr_function
+def _transposed(layout):
+    """The BlockedLayout of the transposed tile: loading [1, BM] in it and permuting gives [BM, 1] in layout."""
+    return gl.BlockedLayout(layout.size_per_thread[::-1], layout.threads_per_warp[::-1],
+                            layout.warps_per_cta[::-1], [1 - o for o in layout.order])
+
+
+@gluon.jit
+def _producer(A, B, M, N, K, lda, ldb, row0, col0, As, Bs, full, empty,
+              BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+              PW: gl.constexpr, LD4: gl.constexpr):
+    """Worker partition (PW warps): every copy of every k-tile, one slot at a time."""
+    # A as the transposed pointer tile [BK, BM]: a warp copies 8 k (contiguous in A) of 4 rows per
+    # instruction; B [BK, BN]: one 16-byte chunk per lane, a warp covers a row.
+    LA: gl.constexpr = gl.BlockedLayout([1, 1], [8, 4], [1, PW], [0, 1])
+    LB: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [PW, 1], [1, 0])
+    if LD4:
+        ldb = (ldb // 4).to(gl.int64) * 4
+    full_n = col0 + BN <= N
+    a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)).to(gl.int64)
+    a_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
+    a_in_m = (a_rows < M)[None, :]
+    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
+    b_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64)
+    b_in_n = (b_cols < N)[None, :]
+    for kt in range(gl.cdiv(K, BK)):
+        s = kt % STAGES
+        # Slot s is free once the consumers released its previous tile (round kt // STAGES - 1).  A fresh
+        # mbarrier counts as having completed the phase before its first, so round 0 passes at once.
+        mbarrier.wait(empty.index(s), ((kt // STAGES) & 1) ^ 1)
+        k0 = kt * BK
+        k_left = K - k0
+        cp.async_copy_global_to_shared(As.index(s), A + a_rows[None, :] * lda + (k0 + a_k)[:, None],
+                                       mask=a_in_m & (a_k < k_left)[:, None])
+        b_ptrs = B + (k0 + b_k).to(gl.int64)[:, None] * ldb + b_cols[None, :]
+        if full_n:   # mask constant along a row: 16-byte copies
+            cp.async_copy_global_to_shared(Bs.index(s), b_ptrs, mask=(b_k < k_left)[:, None])
+        else:        # the tile crosses N: per-column masks, 4-byte copies
+            cp.async_copy_global_to_shared(Bs.index(s), b_ptrs, mask=(b_k < k_left)[:, None] & b_in_n)
+        # This thread's arrival on full[s] fires when its copies above have landed (.noinc: the arrival is
+        # one of the PW * 32 that full[s] was initialised with).
+        cp.mbarrier_arrive(full.index(s), increment_count=False)
+
+
+@gluon.jit
+def _consumer(K, As, Bs, full, empty, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+              STAGES: gl.constexpr):
+    """Default partition (num_warps warps): stage 07's math on each slot as soon as it is full."""
+    # The register tile of stage 07: thread (tid // 16, tid % 16) holds rows tr*4 + {0..3} + {0, 64} and
+    # columns tc*4 + {0..3} + {0, 64}.
+    L: gl.constexpr = gl.BlockedLayout([4, 4], [2, 16], [gl.num_warps(), 1], [1, 0])
+    LT: gl.constexpr = _transposed(L)
+    acc = gl.zeros([BM, BN], gl.float32, L)
+    for kt in range(gl.cdiv(K, BK)):
+        s = kt % STAGES
+        mbarrier.wait(full.index(s), (kt // STAGES) & 1)   # the copies of tile kt have landed
+        a_tile = As.index(s)
+        b_tile = Bs.index(s)
+        for k in gl.static_range(BK):
+            a = gl.convert_layout(gl.permute(a_tile.slice(k, 1).load(LT), [1, 0]), L, assert_trivial=True)
+            b = b_tile.slice(k, 1).load(L)
+            a, b = gl.broadcast(a, b)
+            acc = gl.fma(a, b, acc)
+        # Release the slot.  Gluon lowers this to a bar.sync of the 256 consumer threads followed by one
+        # thread's mbarrier.arrive, so every consumer has finished reading slot s when it fires.
+        mbarrier.arrive(empty.index(s))
+    return (acc,)
+
+
+@gluon.jit
+def _split_rows(x):
+    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a wrap)."""
+    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
+
+
+@gluon.jit
+def _split_cols(x):
+    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
+    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
+
+
+@gluon.jit
+def _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
+    LC: gl.constexpr = acc.type.layout
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
+    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
+    if full_n:   # no column mask: 16-byte stores where D and ldd allow
+        mask = (rows < M)[:, None]
+        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
+        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    else:
+        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
+
+
+# M, N, K are never specialised to constants (see the docstring: a constant-false branch around an
+# async copy crashes the 3.6 compiler); leading dimensions still are.
+@gluon.jit(do_not_specialize=["M", "N", "K"])
+def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
+                            HAS_C: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                            STAGES: gl.constexpr, PRODUCER_WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                            LD4: gl.constexpr):
+    gl.static_assert(BM == 128 and BN == 128 and gl.num_warps() == 8, "stage 07's block: 128x128, 8 warps")
+    gl.static_assert(BK == 8 and STAGES >= 2, "8 k per tile (one warp's A copies span 8 k)")
+    SA: gl.constexpr = _a_smem_layout(BK, BM)
+    SB: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])   # Bs[k][n]
+    row0, col0 = tile_origin(gl.program_id(0), N, BM, BN)
+
+    As = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BM], SA)
+    Bs = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], SB)
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(full.index(s), count=PRODUCER_WARPS * 32)   # one .noinc arrival per producer thread
+        mbarrier.init(empty.index(s), count=1)                    # one arrival per release (see _consumer)
+
+    (acc,) = gl.warp_specialize(
+        [(_consumer, (K, As, Bs, full, empty, BM, BN, BK, STAGES)),
+         (_producer, (A, B, M, N, K, lda, ldb, row0, col0, As, Bs, full, empty, BM, BN, BK, STAGES,
+                      PRODUCER_WARPS, LD4))],
+        [PRODUCER_WARPS], [PRODUCER_REGS])
+
+    # Epilogue (the default partition's 8 warps), as stage 07: four 64x64 quarters along the layout's
+    # wraps, 16 values of C per thread live at a time.
+    if LD4:
+        ldc = (ldc // 4).to(gl.int64) * 4
+        ldd = (ldd // 4).to(gl.int64) * 4
+    full_n = col0 + BN <= N
+    top, bottom = _split_rows(acc)
+    q00, q01 = _split_cols(top)
+    q10, q11 = _split_cols(bottom)
+    _store_part(q00, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+    _store_part(q01, alpha, beta, C, D, row0, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+    _store_part(q10, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
+    _store_part(q11, alpha, beta, C, D, row0 + BM // 2, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+
+
+def gemm(p):
+    M, N, _ = p.mnk
+    programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
+    check_grid("gluon:08_warp_specialized", programs)
+    args = gemm_args(p)
+    ld4 = all(args[ld] % 4 == 0 for ld in ("ldb", "ldc", "ldd"))
+    return warp_specialized_kernel[(programs,)](**args, **{**META, "LD4": ld4})
+
+
+KERNEL = warp_specialized_kernel

@@ -1,0 +1,287 @@
+"""Stage 09 (Gluon) - the best SIMT SGEMM: warp tiling, a cp.async pipeline, the tile chosen per shape.
+
+Technique:  the CUDA stage 09 kernel's shape classes, written in Gluon.  The largest, 128x256 tiles of D
+            for 8 warps: warp w owns a 128x32 share, each lane 16x8 outputs made of 4x2 blocks of 4x4 that
+            sit 32 rows apart (the accumulator's BlockedLayout [4,4] x [8,4] lanes x [1,8] warps, wrapping
+            4x down and 2x across).  K advances 32 at a time through a 3-slot ring of shared memory filled
+            by cp.async: B with 16-byte copies, A with 4-byte copies that transpose it (A^T[k][m]) on the
+            way in.  Per k a lane reads four 16-byte vectors of A^T and two of B and issues 128 FMAs
+            (gl.fma, fma.rn.f32).  Programs are numbered in groups of 8 tile rows (GROUP_M) so that
+            neighbours in time share A and B tiles in L2.  Grids too small for 128x256 tiles to give every
+            SM a program use 128x128 (4 warps, 16x8 per lane) or 64x64 (4 warps, 4x8 per lane) instead.
+            (CUDA puts a lane's two column blocks 16 apart inside its warp's 32 columns; the BlockedLayout
+            wraps them 16*WN apart instead: the same loads, the same banks.)
+Reproduces: seed 000 kernels 3-5 (2-D tiling, float4, N-stage cp.async), seed 001 (2-D block tiling and
+            vectorized access); the tiles, lane map and stage count of the CUDA stage 09 (its BEST_TILES).
+Changed:    against Gluon stage 07: 16x8 outputs per lane instead of 8x8 (a 16-byte shared load now feeds
+            21 FMAs instead of 16), BK 32 instead of 8 (a quarter of the waits and barriers per FMA), lanes
+            arranged so that a warp's A^T read touches 8 distinct vectors and its B read 4, grouped program
+            order, and the tile picked per shape.
+Why faster: the FP32 pipe issues one FMA warp-instruction per scheduler per clock, so every other
+            instruction and every stalled cycle is lost throughput.  At 128x256 a 32-k tile is 4096 FFMA
+            in a loop body of 4654 SASS instructions (88%, counting the copy code of both N paths; ~91% of
+            what a full tile executes), against 82% for stage 07's 8x8 lanes.  The CUDA stage went
+            77% -> 94% of cuBLAS on an H100 along the same steps (NOTES.md); target: within 20% of it.
+Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size 0), so rows past
+            M, columns past N and k past K arrive as zeros.  Tiles whose columns run past N copy B with
+            per-column masks (4-byte copies) and store with per-element masks; full tiles mask k (copies)
+            and rows (stores) only.  beta == 0 (HAS_C=False) compiles no load of C.  All offsets 64-bit.
+
+Gluon against CUDA (what this file does differently, and why):
+* A^T's swizzle is a SharedLinearLayout, not CUDA's BM+4 padding: PaddedSharedLayout asserts in the 3.6
+  NVIDIA lowering, and an XOR SwizzledSharedLayout cannot be read one k row at a time (3.6 rejects the
+  one-row subslice: "We don't support splitting along the swizzling pattern").  Offset bits 0-1 are
+  m0-1 (16-byte vectors), bits 2-4 are k0-2 XOR m2-4: the 4-byte copies of a warp (8 k x 4 rows) hit 32
+  banks, and a warp's read of one k row touches 8 vectors in 8 distinct bank quads.
+* The product is rank-1 updates with gl.fma, not gl.dot_fma: a dot_fma call takes K >= 16 and holds its
+  operands in registers first (at least 16 k x 16 rows + 16 k x 8 columns = 384 values per lane here),
+  which cannot fit next to 128 accumulators; per k the rank-1 form needs 24.
+* The ring is one allocation indexed by k-tile, so Triton's barrier analysis adds a second bar.sync per
+  tile between issuing the copies and the math (it cannot tell ring slots apart).  At BK = 32 a tile is
+  ~9000 issue cycles per SM, so the extra barrier is well under 1%; Gluon stage 07 shows the two-allocation
+  ring that avoids it, not worth doubling this loop's 64 KB of code.
+* M, N, K are not specialised to constants (do_not_specialize), as in stage 07: with K = 1 or N = 1 a
+  branch around an async copy folds to a constant-false scf.if, which crashes the 3.6 lowering.
+* 16-byte copies and stores need Triton to prove ld % 4 == 0; it only specialises multiples of 16, so
+  gemm() passes LD4 (ldb, ldc, ldd all multiples of 4) and the kernel writes them as (ld // 4) * 4.  Base
+  pointer alignment Triton proves itself; a misaligned view gets 4-byte copies and scalar stores.
+* The CUDA kernel hoists its copy addresses by hand (Copier); here the pointer tiles are rebuilt from
+  loop-invariant pieces each tile and LLVM/ptxas do the hoisting.
+* Compiled for sm_90, no spills in any variant: 128x256 takes 251-255 registers and 144 KiB of shared
+  memory (one program per SM), 128x128 253-255 registers x 128 threads and 96 KiB (two per SM), 64x64
+  111-128 registers and 24 KiB.  Per 32-k tile, a 128x256 thread issues 16 cp.async.ca (4 B), 8
+  cp.async.cg (16 B), 192 ld.shared.v4, 4096 fma.rn.f32 and 2 bar.sync.
+* The epilogue stores the accumulator in pieces (gl.reshape/permute/split along the layout's wraps, no data
+  movement), so that with beta != 0 only one piece of C is in registers at a time.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+
+from triton_kernels._common import check_grid, gemm_args
+from triton_kernels.gluon._common import epilogue, epilogue_store
+
+# The shape classes, largest first, as the CUDA stage's BEST_TILES (study/registry.py): BM x BN tiles,
+# WM x WN warps, BK k per ring slot, STAGES slots.  Lanes form 8 rows x 4 columns in every warp.
+_TILES = (
+    dict(BM=128, BN=256, BK=32, WM=1, WN=8),    # 16x8 per lane, 144 KiB of shared memory
+    dict(BM=128, BN=128, BK=32, WM=1, WN=4),    # 16x8 per lane, 96 KiB
+    dict(BM=64, BN=64, BK=16, WM=2, WN=2),      # 4x8 per lane, 24 KiB
+)
+_COMMON = dict(STAGES=3, GROUP_M=8, LD4=True, num_stages=1)
+
+
+def variants(entry: str = "gemm") -> list[dict]:
+    """Launch parameters of each shape class, largest tile first (constexprs plus num_warps/num_stages)."""
+    return [{**t, **_COMMON, "num_warps": t["WM"] * t["WN"]} for t in _TILES]
+
+
+META = variants()[0]
+
+
+@gluon.constexpr_function
+def _a_smem_layout(BK, BM):
+    """A^T tile [BK, BM] in shared memory.  Offset bit i holds the (k, m) in bases[i]: m0, m1, then k0-2
+    XOR m2-4, then m2-4 (which also flip k0-2: the XOR), the rest of m, the rest of k."""
+    bases = [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [1, 4], [2, 8], [4, 16]]
+    bases += [[0, 1 << b] for b in range(5, BM.bit_length() - 1)]
+    bases += [[1 << b, 0] for b in range(3, BK.bit_length() - 1)]
+    return gl.SharedLinearLayout(bases)
+
+
+@gluon.constexpr_function
+def _transposed(layout):
+    """The BlockedLayout of the transposed tile: loading [1, BM] in it and permuting gives [BM, 1] in layout."""
+    return gl.BlockedLayout(layout.size_per_thread[::-1], layout.threads_per_warp[::-1],
+                            layout.warps_per_cta[::-1], [1 - o for o in layout.order])
+
+
+@gluon.jit
+def _grouped_tile(pid, M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
+    """First row and column (int64) of program pid's tile: programs walk GROUP_M tile rows column by
+    column, so consecutive programs share B tiles and a group's A rows stay in L2."""
+    tiles_m = gl.cdiv(M, BM)
+    tiles_n = gl.cdiv(N, BN)
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    return pid_m.to(gl.int64) * BM, pid_n.to(gl.int64) * BN
+
+
+@gluon.jit
+def _issue_tile(As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, kt, full_n,
+                BK: gl.constexpr):
+    """cp.async of k-tile kt into ring slots As, Bs; everything outside A or B arrives as zeros."""
+    k0 = kt * BK
+    k_left = K - k0
+    # A through a transposed pointer tile, ptr[k, m] = A + m*lda + k: the descriptor is A^T's [BK, BM].
+    cp.async_copy_global_to_shared(As, A + a_rows[None, :] * lda + (k0 + a_k)[:, None],
+                                   mask=a_in_m & (a_k < k_left)[:, None])
+    b_ptrs = B + (k0 + b_k).to(gl.int64)[:, None] * ldb + b_cols[None, :]
+    if full_n:   # mask constant along a row: 16-byte copies
+        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=(b_k < k_left)[:, None])
+    else:        # the tile crosses N: per-column masks, 4-byte copies
+        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=(b_k < k_left)[:, None] & b_in_n)
+
+
+@gluon.jit
+def _split_rows(x):
+    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a wrap)."""
+    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
+
+
+@gluon.jit
+def _split_cols(x):
+    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
+    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
+
+
+@gluon.jit
+def _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
+    LC: gl.constexpr = acc.type.layout
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
+    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
+    if full_n:   # no column mask: 16-byte stores where D and ldd allow
+        mask = (rows < M)[:, None]
+        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
+        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    else:
+        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
+
+
+@gluon.jit
+def _store_row_piece(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr,
+                     COL_SPLIT: gl.constexpr):
+    if COL_SPLIT:
+        left, right = _split_cols(x)
+        _store_part(left, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        _store_part(right, alpha, beta, C, D, row0, col0 + x.shape[1] // 2, M, N, ldc, ldd, full_n, HAS_C)
+    else:
+        _store_part(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+
+
+# M, N, K are never specialised to constants (see the docstring: a constant-false branch around an
+# async copy crashes the 3.6 compiler); leading dimensions still are.
+@gluon.jit(do_not_specialize=["M", "N", "K"])
+def best_simt_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
+                     HAS_C: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                     WM: gl.constexpr, WN: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                     LD4: gl.constexpr):
+    NW: gl.constexpr = gl.num_warps()
+    gl.static_assert(NW == WM * WN, "launch with num_warps = WM * WN")
+    gl.static_assert(BM % (32 * WM) == 0 and BN % (16 * WN) == 0, "whole 4x4 blocks per lane")
+    gl.static_assert(BK % 8 == 0 and BM % (4 * NW) == 0, "a warp's A copies span 8 k x 4 rows")
+    # The register tile.  Lane l of warp (wm, wn) holds the 4x4 blocks at rows 4*(l // 4) + 32*wm + 32*WM*i
+    # and columns 4*(l % 4) + 16*wn + 16*WN*j (the layout covers 32*WM x 16*WN and wraps).
+    L: gl.constexpr = gl.BlockedLayout([4, 4], [8, 4], [WM, WN], [1, 0])
+    LT: gl.constexpr = _transposed(L)
+    # Copy layouts.  A as the transposed pointer tile [BK, BM]: a warp copies 8 k (contiguous in A) of
+    # 4 rows, four 32-byte segments.  B [BK, BN]: 16-byte chunks, lanes along a row.
+    LA: gl.constexpr = gl.BlockedLayout([1, 1], [8, 4], [1, NW], [0, 1])
+    TPW_N: gl.constexpr = 32 if BN // 4 >= 32 else BN // 4
+    LB: gl.constexpr = gl.BlockedLayout([1, 4], [32 // TPW_N, TPW_N], [NW, 1], [1, 0])
+    SA: gl.constexpr = _a_smem_layout(BK, BM)
+    SB: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])   # Bs[k][n]
+
+    if LD4:   # the launcher checked ld % 4 == 0; written so Triton can see it (16-byte vectors)
+        ldb = (ldb // 4).to(gl.int64) * 4
+        ldc = (ldc // 4).to(gl.int64) * 4
+        ldd = (ldd // 4).to(gl.int64) * 4
+    row0, col0 = _grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
+    full_n = col0 + BN <= N
+    a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)).to(gl.int64)
+    a_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
+    a_in_m = (a_rows < M)[None, :]
+    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
+    b_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64)
+    b_in_n = (b_cols < N)[None, :]
+
+    As = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BM], SA)
+    Bs = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], SB)
+    k_tiles = gl.cdiv(K, BK)
+
+    # Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits one group, empty or not, so tile t is
+    # always group t and "at most STAGES-2 groups pending" always means the tile about to be used is in.
+    for t in gl.static_range(STAGES - 1):
+        if t < k_tiles:
+            _issue_tile(As.index(t), Bs.index(t), A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n,
+                        lda, ldb, K, t, full_n, BK)
+        cp.commit_group()
+
+    acc = gl.zeros([BM, BN], gl.float32, L)
+    for kt in range(k_tiles):
+        cp.wait_group(STAGES - 2)
+        # One barrier, two jobs: tile kt is visible to all, and every thread has finished tile kt-1,
+        # whose slot the copy below overwrites.
+        gl.thread_barrier()
+        nxt = kt + STAGES - 1
+        if nxt < k_tiles:
+            _issue_tile(As.index(nxt % STAGES), Bs.index(nxt % STAGES), A, a_rows, a_k, a_in_m,
+                        B, b_k, b_cols, b_in_n, lda, ldb, K, nxt, full_n, BK)
+        cp.commit_group()
+
+        a_tile = As.index(kt % STAGES)
+        b_tile = Bs.index(kt % STAGES)
+        for k in gl.static_range(BK):
+            # Row k of A^T as [BM, 1] and row k of B as [1, BN] in the accumulator's layout: a lane's
+            # 16 (or 4) rows and 8 columns, 16-byte loads; the broadcast is free; gl.fma -> fma.rn.f32.
+            a = gl.convert_layout(gl.permute(a_tile.slice(k, 1).load(LT), [1, 0]), L, assert_trivial=True)
+            b = b_tile.slice(k, 1).load(L)
+            a, b = gl.broadcast(a, b)
+            acc = gl.fma(a, b, acc)
+    cp.wait_group(0)   # only empty groups remain, but no copy may outlive the program's shared memory
+
+    # Epilogue in pieces along the layout's wraps (no data movement): 4 row pieces when a lane's rows wrap
+    # 4 times, 2 column pieces when its columns wrap twice.
+    ROW_WRAPS: gl.constexpr = BM // (32 * WM)
+    COL_SPLIT: gl.constexpr = BN // (16 * WN) >= 2
+    if ROW_WRAPS >= 4:
+        top, bottom = _split_rows(acc)
+        p0, p1 = _split_rows(top)
+        p2, p3 = _split_rows(bottom)
+        Q: gl.constexpr = BM // 4
+        _store_row_piece(p0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_row_piece(p1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_row_piece(p2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_row_piece(p3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+    elif ROW_WRAPS >= 2:
+        top, bottom = _split_rows(acc)
+        _store_row_piece(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_row_piece(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C,
+                         COL_SPLIT)
+    else:
+        _store_row_piece(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def pick(M: int, N: int, sms: int) -> dict:
+    """The largest tile whose grid still gives every SM a program (as the CUDA stage's CudaDispatch)."""
+    for v in variants():
+        if triton.cdiv(M, v["BM"]) * triton.cdiv(N, v["BN"]) >= sms:
+            return v
+    return variants()[-1]
+
+
+def gemm(p):
+    M, N, _ = p.mnk
+    meta = pick(M, N, _sm_count(p.a.device.index if p.a.device.index is not None else torch.cuda.current_device()))
+    programs = triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"])
+    check_grid("gluon:09_best_simt", programs)
+    args = gemm_args(p)
+    ld4 = all(args[ld] % 4 == 0 for ld in ("ldb", "ldc", "ldd"))
+    return best_simt_kernel[(programs,)](**args, **{**meta, "LD4": ld4})
+
+
+KERNEL = best_simt_kernel
