@@ -57,7 +57,35 @@ def inspect_all() -> list[dict]:
                         "mmas": sorted(set(re.findall(r"\b\w*mma[\w.]*", ptx))),
                         "tf32_cvt": "cvt.rna.tf32" in ptx,
                         "fp32_fma": "fma.rn.f32" in ptx})
+        out[-1]["unit_args"] = _compile_with_unit_args(mod, metas[0], source_type)
     return out
+
+
+UNIT_ARGS = ("M", "N", "K", "lda", "ldb", "ldc", "ldd")
+
+
+def _compile_with_unit_args(mod, meta, source_type) -> str:
+    """The JIT turns an integer argument equal to 1 into a constexpr (a GEMV shape has N == ldb == 1), and
+    a kernel that calls a tensor method on it (ldb.to(...)) then fails to compile, on the GPU only.  Compile
+    that specialisation here (sparing the arguments the kernel marks do_not_specialize, as the JIT does);
+    return the error, or '' if it compiled."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from triton_kernels._common import signature
+
+    consts = {k: v for k, v in meta.items() if k not in OPTIONS}
+    if "LD4" in consts:   # Gluon launchers promise ld % 4 == 0 through LD4, and never do so for ld == 1
+        consts["LD4"] = False
+    ones = [p.name for p in mod.KERNEL.params if p.name in UNIT_ARGS and not p.do_not_specialize]
+    sig = {**signature("fp32"), **{k: "constexpr" for k in (*consts, *ones)}}
+    src = source_type(mod.KERNEL, sig, constexprs={"HAS_C": True, **consts, **{a: 1 for a in ones}})
+    options = {**{o: v for o, v in meta.items() if o in OPTIONS}, **getattr(mod, "OPTIONS", {})}
+    try:
+        triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    except Exception as e:   # noqa: BLE001 - any compile failure is the finding
+        return f"{type(e).__name__}: {str(e)[-300:]}"
+    return ""
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +123,12 @@ def test_fp32_label_matches_the_instructions(impl_name, inspected):
             assert any("tf32" in m for m in r["mmas"]), f"{impl_name} is labelled tf32 but issues no TF32 MMA: {r['mmas']}"
         else:
             pytest.fail(f"{impl_name}: unexpected fp32 precision label {r['precision']}")
+
+
+@pytest.mark.parametrize("impl_name", _fp32_impls())
+def test_compiles_when_the_jit_specialises_ones(impl_name, inspected):
+    errors = [r["unit_args"] for r in inspected.get(impl_name, []) if r.get("unit_args")]
+    assert not errors, f"{impl_name} fails to compile with M = N = K = ld* = 1 (a GEMV): {errors[0]}"
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def vectorized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     for k0 in range(0, K, BLOCK_K):
         in_k = ks < K - k0
         a_tile = tl.load(a_ptrs + k0, mask=a_mask & in_k, other=0.0).to(tl.float32)
-        b_tile = tl.load(b_ptrs + k0 * ldb.to(tl.int64), mask=b_mask & in_k, other=0.0).to(tl.float32)
+        b_tile = tl.load(b_ptrs + k0 * tl.cast(ldb, tl.int64), mask=b_mask & in_k, other=0.0).to(tl.float32)
         a_cols = k_slices8(a_tile)        # 8 tensors [TM, 1, BM/TM, 1]: A's column k0 + kk
         b_rows = k_slices8(b_tile)        # 8 tensors [1, TN, 1, BN/TN]: B's row k0 + kk
         for kk in tl.static_range(BLOCK_K):

@@ -60,7 +60,7 @@ def cp_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):   # num_stages (launch option) pipelines the loads feeding the dot
         a = tl.load(a_ptrs + k0, mask=in_m & (ks[None, :] < K - k0), other=0.0)
-        b = tl.load(b_ptrs + k0 * ldb.to(tl.int64), mask=(ks[:, None] < K - k0) & in_n, other=0.0)
+        b = tl.load(b_ptrs + k0 * tl.cast(ldb, tl.int64), mask=(ks[:, None] < K - k0) & in_n, other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float32)   # never TF32
     mask = in_m & in_n
     d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)

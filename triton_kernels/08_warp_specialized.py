@@ -62,7 +62,7 @@ def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta
     # The request: partition this loop into producer (loads) and consumer (dot) warps.  Ignored on sm_90.
     for k0 in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
         a = tl.load(a_ptrs + k0, mask=in_m & (ks[None, :] < K - k0), other=0.0)
-        b = tl.load(b_ptrs + k0 * ldb.to(tl.int64), mask=(ks[:, None] < K - k0) & in_n, other=0.0)
+        b = tl.load(b_ptrs + k0 * tl.cast(ldb, tl.int64), mask=(ks[:, None] < K - k0) & in_n, other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float32)   # never TF32
     mask = in_m & in_n
     d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)

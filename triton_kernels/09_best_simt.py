@@ -100,7 +100,7 @@ def best_simt_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     a_ptrs = A + rows[:, None] * lda + ks[None, :]
     bl_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols_l[None, :]
     br_ptrs = bl_ptrs + HALF
-    step_b = BLOCK_K * ldb.to(tl.int64)
+    step_b = BLOCK_K * tl.cast(ldb, tl.int64)
     acc_l = tl.zeros([BLOCK_M, HALF], dtype=tl.float32)
     acc_r = tl.zeros([BLOCK_M, HALF], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):   # num_stages (launch option) pipelines the three loads via cp.async

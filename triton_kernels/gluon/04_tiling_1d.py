@@ -29,9 +29,11 @@ Gluon against CUDA:
   its operands for the whole K=16 step before its FMAs, where CUDA interleaves LDS and FFMA per k.
 * Shared layout is plain row-major (SwizzledSharedLayout(1, 1, 1, [1, 0])), as CUDA's As[BM*BK], Bs[BK*BN];
   gl.bank_conflicts reports 0 for all four shared accesses.
-* Compiled for sm_90: 54 registers (78 when Triton's 16-divisibility specialisation applies: 512 threads
-  x 78 leaves one block per SM, where 54 allows two; the maxnreg=64 launch option compiles it at 64 with
-  no spills, but it is left out, as CUDA's __launch_bounds__(512) does not cap it either), 8 KB shared.
+* Registers: with Triton's 16-divisibility specialisation (every 4096^3 call) ptxas uses 78 registers,
+  and 512 threads x 78 leaves one program per SM, 16 warps.  CUDA's ptxas fits stage 04 in 50 (two blocks
+  per SM).  The launch option maxnreg=64 restores two programs per SM at the cost of 32 bytes of spills
+  (10 STL, 8 LDL in the SASS).  Measured on an H100 at 4096^3: 12.3 TFLOP/s without it, 16.6 with it
+  (CUDA: 16.9); ncu without it showed 4 warps per scheduler and issue slots 30% busy.  8 KB shared memory.
 """
 from __future__ import annotations
 
@@ -43,6 +45,9 @@ from triton_kernels._common import check_grid, gemm_args
 from triton_kernels.gluon._common import as_int64, epilogue_store, tile_origin
 
 META = dict(BM=64, BN=64, BK=16, TM=8, num_warps=16, num_stages=1)
+# Two 512-thread programs per SM need <= 64 registers a thread (see the docstring).  Kept out of META, whose
+# non-option keys the offline tests pass as constexprs.
+OPTIONS = dict(maxnreg=64)
 
 
 @gluon.jit
@@ -95,7 +100,7 @@ def gemm(p):
     M, N, _ = p.mnk
     programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
     check_grid("gluon:04_tiling_1d", programs)
-    return tiling_1d_kernel[(programs,)](**gemm_args(p), **META)
+    return tiling_1d_kernel[(programs,)](**gemm_args(p), **META, **OPTIONS)
 
 
 KERNEL = tiling_1d_kernel
