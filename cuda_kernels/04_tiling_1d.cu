@@ -21,6 +21,12 @@
 // Bank use:     As[row][k] is read at one address per warp (all 32 lanes share their rows: a broadcast);
 //              Bs[k][col] is 32 consecutive words.  The stores to shared memory are 32 consecutive words
 //              per warp.  Prediction: no bank conflicts.
+// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+//              ncu --clock-control none).
+//              16.9 TFLOP/s (33% of cuBLAS), 2.0x stage 03 (8.4).  ncu: 0.1M of 1342M shared-load wavefronts
+//              were bank conflicts, and 8.3M conflicts on 67M shared-store instructions (the As fill), so the
+//              loads are conflict-free and the stores nearly so.  Issue slots 46% busy: the next limit is
+//              the shared-load latency behind 8 FMAs (short-scoreboard stalls 5.6 per issue).
 #include "gemm_common.cuh"
 
 namespace {

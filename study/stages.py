@@ -46,36 +46,52 @@ STAGES: tuple[Stage, ...] = (
         "seed 000 kernel 2, seed 001 (1D BlockTiling)",
         "Each thread computes a strip of 8 outputs down one column of a 64x64 tile, so one B value read from "
         "shared memory feeds 8 FMAs held in registers.",
+        notes={"triton": "plain Triton has no shared memory outside tl.dot (which needs K >= 16) and layout "
+               "conversions: operands come from global memory through L1 (ncu: no shared loads)",
+               "gluon": "gl.dot_fma takes K >= 16 only, so BK is 16 where CUDA uses 8"},
     ),
     Stage(
         "05", "tiling_2d", "2D block tiling",
         "seed 000 kernel 3, seed 001 (2D BlockTiling)",
         "Each thread computes an 8x8 block of a 128x128 tile: per k it reads 8 A and 8 B values from shared "
         "memory into registers and does 64 FMAs (an outer product).",
+        notes={"triton": "no shared memory, as in stage 04: operands come from L1 (ncu: no shared loads)",
+               "gluon": "gl.dot_fma takes K >= 16 only, so BK is 16 where CUDA uses 8"},
     ),
     Stage(
         "06", "vectorized", "Vectorized (float4) access",
         "seed 000 kernel 4, seed 001 (vectorized access)",
         "As stage 05, with 16-byte global loads and stores and A stored transposed in shared memory, so a "
         "thread's operands arrive in 16-byte shared loads.",
+        notes={"triton": "no vector type: the 16-byte accesses and the shared-memory transpose are the compiler's "
+               "(axis analysis, layout conversion), found in the PTX",
+               "gluon": "gl.dot_fma takes K >= 16 only, so BK is 16 where CUDA uses 8"},
     ),
     Stage(
         "07", "cp_async", "cp.async multi-stage pipeline",
         "seed 000 kernel 5",
         "A ring of shared-memory stages filled by asynchronous copies (cp.async), so the loads of later "
         "k-tiles overlap the FMAs on the current one.",
+        notes={"triton": "tl.dot needs K >= 16: BLOCK_K 16 in 3 ring slots (num_stages=4) where CUDA has 4 slots of "
+               "8; tl.dot fixes the register tile at 16x4 per thread"},
     ),
     Stage(
         "08", "warp_specialized", "Warp specialization",
         "seed 000 kernel 6",
         "Producer warps only copy tiles into the ring and consumer warps only compute, handing stages over "
         "through per-stage barriers instead of block-wide synchronisation.",
+        notes={"triton": "not expressible: Triton 3.6 ignores warp_specialize for an fp32 FMA dot on sm_90, so this "
+               "row is stage 07's kernel (identical PTX)",
+               "gluon": "a partition arrives on an mbarrier from one thread after a partition-wide barrier, and "
+               "waits are fenced by bar.sync, so the 8 consumer warps still meet twice per tile"},
     ),
     Stage(
         "09", "best_simt", "Best SIMT: warp tiling + pipeline, tuned per shape",
         "seed 000 kernels 3-5, seed 001",
-        "Warp-tiled 8x8 register tiles with conflict-free 16-byte shared loads, a multi-stage cp.async "
-        "pipeline, and the tile shape chosen per problem so the grid fills the GPU.",
+        "Warp-tiled 16x8 register tiles per lane with conflict-free 16-byte shared loads, a 3-stage cp.async "
+        "pipeline with K steps of 32, and the tile shape chosen per problem so the grid fills the GPU.",
+        notes={"triton": "an FMA dot's register layout is Triton's choice; two side-by-side dots give 16x8 per "
+                         "thread, and the autotuner picks among 8 configs per shape"},
     ),
 )
 

@@ -3,7 +3,8 @@
 # reports/gpu-evidence.json), run the sweep, render the report, and pack reports/ into $OUT.
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick)
-#   STUDY_STEPS="build test sweep" selects steps (default: all three)
+#   STUDY_STEPS="build test sweep ncu" selects steps (default: build test sweep; ncu profiles the fp32
+#   ladder at 4096^3 into reports/ncu_ladder.csv)
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 set -uo pipefail
@@ -35,6 +36,13 @@ fi
 if [[ " $STEPS " == *" sweep "* ]]; then
   log "sweep ${SWEEP_ARGS[*]}"
   python3 -m study.sweep "${SWEEP_ARGS[@]}" 2>&1 | tee "$OUT/sweep.log" | grep -v '%|' || status=1
+fi
+if [[ " $STEPS " == *" ncu "* ]]; then
+  log "ncu (fp32 ladder, 4096^3)"
+  timeout 400 ncu --clock-control none --profile-from-start off --csv --page raw \
+    --metrics "$(python3 tools/ncu_ladder.py --metrics)" python3 tools/ncu_ladder.py > reports/ncu_ladder.csv \
+    2> "$OUT/ncu.err" || status=1
+  grep -c PROFILED reports/ncu_ladder.csv
 fi
 log "pack reports"
 tar czf "$OUT/reports.tgz" reports

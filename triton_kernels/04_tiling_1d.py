@@ -33,6 +33,12 @@ k-tile between two barriers, and nvcc merges each thread's A reads into LDS.128.
 ask for shared memory outside tl.dot and layout conversions, so here the operands come from global memory
 every k and L1 (the same SRAM as shared memory on Hopper) serves the reuse; there is no barrier.
 tl.dot is not an option at this BLOCK_K: Triton refuses a dot with K < 16.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+7.2 TFLOP/s (14% of cuBLAS), 0.82x Triton 03 (8.8), below the 1.0-1.3x
+predicted; CUDA 04: 16.9.  ncu: no shared loads at all, as read above, and 9338M instructions against CUDA
+04's 3807M (the per-k LDG, mask and address instructions), issue slots 48% busy.
 """
 from __future__ import annotations
 

@@ -31,6 +31,11 @@ barriers) and reads them with LDS; here the operands are global loads served fro
 since Triton exposes no shared memory outside tl.dot and layout conversions (stage 06 gets it from the
 latter).  tl.dot cannot take BLOCK_K = 8 (Triton requires K >= 16).  The 4-D view is how a Triton kernel
 picks the register tile: the index formula decides which outputs share a thread.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+18.8 TFLOP/s (37% of cuBLAS), 2.6x Triton 04, inside the 2-3x
+predicted; CUDA 05: 22.2.  ncu: no shared loads (operands from L1), 3300M instructions (CUDA 05: 2661M).
 """
 from __future__ import annotations
 

@@ -35,6 +35,12 @@ What the compiler made of it (Triton 3.6, sm_90, compiled offline):
 Differences from the CUDA stage: BLOCK_K is 16, not 8 (Triton refuses a dot with K < 16), so each slot
 holds twice the data; the ring has 3 slots of 16 KB instead of 4 of 8 KB.  The A tile stays k-contiguous in
 shared memory (CUDA transposes it with 4-byte copies); the warp-uniform reads make that free here.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+40.5 TFLOP/s (78% of cuBLAS), 1.51x Triton 06, at the top of the
+1.1-1.5x predicted, and faster than CUDA 07 (37.4): ncu counts 2450M instructions against CUDA 07's 2990M
+(16-byte copies only: A stays k-contiguous), issue slots 71% busy, no shared-load bank conflicts.
 """
 from __future__ import annotations
 

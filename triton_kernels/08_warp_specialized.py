@@ -35,6 +35,11 @@ What the compiler did with the flag (Triton 3.6, offline compiles of this kernel
   Gluon stage 08 lives.
 Compiled kernel (as stage 07): 128x128 tile, BLOCK_K 16, 8 warps, cp.async.cg 16-byte copies into a 3-slot
 ring of 48 KB, accumulator sizePerThread [4, 4] (16x4 outputs per thread), 172 registers, no spills.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+40.5 TFLOP/s, identical to Triton 07 (the same kernel,
+as stated above; ncu counts the same 2450M instructions).  CUDA 08: 38.0, Gluon 08: 43.3.
 """
 from __future__ import annotations
 

@@ -34,6 +34,11 @@ Gluon against CUDA:
   conflict-free, so no swizzle is needed.
 * The two gl.thread_barrier() calls are CUDA's two __syncthreads(); Triton's barrier analysis would insert
   them by itself, and keeps them rather than adding more.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+8.5 TFLOP/s (16% of cuBLAS); CUDA 03: 8.4.  ncu: 32.6M
+shared-load bank conflicts on 3254M wavefronts.
 """
 from __future__ import annotations
 

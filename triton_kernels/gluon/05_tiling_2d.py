@@ -32,6 +32,12 @@ Gluon against CUDA:
 * Triton vectorizes what it can prove: with 16-byte aligned D, ldd and N multiples of 16, the epilogue's
   8 contiguous outputs per row become 2 st.global.v4 (and C 2 ld.global.v4), where CUDA 05 stores 4 bytes
   at a time.  Global loads of A and B stay 4-byte: the load layouts hold one element per thread.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+29.2 TFLOP/s (57% of cuBLAS), 1.32x the CUDA stage (22.2):
+the same 268M shared-load bank conflicts as CUDA 05 (ncu), but BK 16 halves the barriers and the loop has
+2558M instructions (CUDA: 2661M), issue slots 54% busy (CUDA: 43%).
 """
 from __future__ import annotations
 

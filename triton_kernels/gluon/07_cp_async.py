@@ -65,6 +65,11 @@ How it is written, and what Gluon 3.6 decides for us:
   __launch_bounds__(256, 2): two programs per SM, no spills with beta == 0, 8-24 bytes of spills with
   beta != 0, all in the epilogue of tiles that cross N (stored and reloaded once per such program).  32 KiB of shared memory.  Per k-tile and thread:
   4 cp.async.ca (4 B) + 1 cp.async.cg (16 B), 32 ld.shared.v4, 512 fma.rn.f32, one bar.sync.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+39.6 TFLOP/s (77% of cuBLAS); CUDA 07: 37.4.  ncu: 2622M
+instructions (CUDA: 2990M), issue slots 75% busy, 1.2M shared-load conflicts on 404M wavefronts.
 """
 from __future__ import annotations
 

@@ -53,6 +53,12 @@ Gluon against CUDA (what this file does differently, and why):
   cp.async.cg (16 B), 192 ld.shared.v4, 4096 fma.rn.f32 and 2 bar.sync.
 * The epilogue stores the accumulator in pieces (gl.reshape/permute/split along the layout's wraps, no data
   movement), so that with beta != 0 only one piece of C is in registers at a time.
+
+Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
+ncu --clock-control none):
+45.6 TFLOP/s, 88.4% of cuBLAS at 4096^3; 46.2, 90.0% at
+8192^3; CUDA 09: 48.4 and 49.4 (Gluon at 94% of CUDA).  ncu at 4096^3: 2353M instructions (CUDA: 2406M),
+no shared-memory bank conflicts, issue slots 78% busy (CUDA: 84%), 255 registers.
 """
 from __future__ import annotations
 
