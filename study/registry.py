@@ -65,21 +65,49 @@ class CudaLaunch:
         return self.entry
 
     def __call__(self, name: str, p) -> None:
+        self._launch(name, p, self.entry_for(p), 1, [])
+
+    def _launch(self, name: str, p, entry: str, depth: int, extra: list) -> None:
         from . import cuda_launch
         M, N, K = p.mnk
-        grid = self.grid(name, M, N)
-        k = cuda_launch.kernel(CUDA_DIR / self.source, self.entry_for(p), p.a.device, self.dynamic_smem)
+        gx, gy, _ = self.grid(name, M, N)
+        k = cuda_launch.kernel(CUDA_DIR / self.source, entry, p.a.device, self.dynamic_smem)
         c = p.c if p.c is not None else p.out   # never read when beta == 0 (the kernel checks beta)
-        cuda_launch.launch(k, grid, self.block, self.dynamic_smem, [
+        cuda_launch.launch(k, (gx, gy, depth), self.block, self.dynamic_smem, [
             ("int", M), ("int", N), ("int", K), ("float", p.alpha),
             ("ptr", p.a), ("i64", p.a.stride(0)), ("ptr", p.b), ("i64", p.b.stride(0)),
             ("float", p.beta), ("ptr", c), ("i64", c.stride(0)), ("ptr", p.out), ("i64", p.out.stride(0)),
-        ], p.a.device)
+        ] + extra, p.a.device)
 
     def resources(self) -> dict:
         from .cuda_build import build
         r = build(CUDA_DIR / self.source).resources[self.entry]
         return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem, "spills": r.spills}
+
+
+@dataclass(frozen=True)
+class CudaBatchedLaunch(CudaLaunch):
+    """A kernel whose grid.z walks a batch: after the GEMM arguments it takes the element distance between
+    consecutive A, B, C and D matrices (all 0 for a single GEMM)."""
+
+    def __call__(self, name: str, p) -> None:
+        self._launch(name, p, self.entry_for(p), 1, [("i64", 0)] * 4)
+
+    def batched(self, impl, a, b):
+        """D[i] = A[i] @ B[i] in one launch; A: BxMxK, B: BxKxN, both contiguous."""
+        import torch
+        from .contract import validate
+        if not (a.is_contiguous() and b.is_contiguous()):
+            raise ValueError(f"{impl.name}: batched operands must be contiguous")
+        if not 1 <= a.shape[0] <= 65535:
+            raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds grid.z <= 65535")
+        out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
+        p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
+        strides = [t.stride(0) for t in (a, b, out, out)]
+        vec = self.entry_for(p) == self.entry and all(s % 4 == 0 for s in strides)   # every matrix 16-byte aligned
+        self._launch(impl.name, p, self.entry if vec else self.unaligned_entry, a.shape[0],
+                     [("i64", s) for s in strides])
+        return out
 
 
 def _aligned16(t) -> bool:
@@ -169,6 +197,17 @@ class Impl:
                      allow_cpu=self.backend == "triton" and _interpreting())   # Gluon has no interpreter
         return (lambda: self.launch(self.name, p)), p.out
 
+    def batched(self, a, b):
+        """D[i] = A[i] @ B[i] for a batch (A: BxMxK, B: BxKxN, contiguous): seed 002's Figure 8 workload.  A
+        launcher with a batched grid (`launch.batched`) runs it as one launch; any other runs one GEMM per
+        matrix, checked like every call."""
+        import torch
+        if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:
+            raise ValueError(f"{self.name}: batched needs BxMxK and BxKxN, got {tuple(a.shape)} and {tuple(b.shape)}")
+        if hasattr(self.launch, "batched"):
+            return self.launch.batched(self, a, b)
+        return torch.stack([self(x, y) for x, y in zip(a, b)])
+
     @property
     def stage_label(self) -> str:
         return self.stage.number if self.stage else "baseline"
@@ -231,6 +270,39 @@ WS_SMEM = CP_ASYNC_SMEM
 # floats, padded) and of B (BN floats), as Tile::SMEM_BYTES in the .cu file.
 BEST_TILES = ((128, 256, 256, 32), (128, 128, 128, 32), (64, 64, 128, 16))
 
+# Stage 14 (seed 002): fp32 inputs on tensor cores, one kernel per backend in four variants.  Name suffix ->
+# (precision label, CUDA entry, Triton/Gluon function); the labels' tolerances are in study/schema.py.
+TCEC_VARIANTS = {
+    "": ("fp16x3-tcec", "tcec_fp16", "gemm_tcec"),                       # the method: scaled lo, RN outside TC
+    "-markidis": ("fp16x3-markidis", "tcec_markidis", "gemm_markidis"),  # unscaled lo, all summed inside TC
+    "-nocorr": ("fp16-inputs", "tcec_nocorr", "gemm_nocorr"),            # hi only: fp16-rounded inputs
+    "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                       # 3xTF32 split: fp32's exponent range
+}
+# cuda_kernels/14_tcec.cu: 128x128 tiles, 8 warps, BK 32; two shared-memory buffers of hi and lo tiles
+# (fp16: A 128x(32+8), B 32x(128+8) halves; tf32: A 128x(32+4), B 32x(128+8) floats) and a cp.async ring of
+# raw fp32 tiles (4 slots for fp16, 2 for tf32), as its SMEM_BYTES.
+TCEC_SMEM = {"fp16": 2 * 2 * (128 * 40 + 32 * 136) * 2 + 4 * 2 * 128 * 32 * 4,
+             "tf32": 2 * 2 * (128 * 36 + 32 * 136) * 4 + 2 * 2 * 128 * 32 * 4}
+
+
+def _tcec_stage() -> list[Impl]:
+    s = stage("14")
+    impls = []
+    for suffix, (precision, entry, fn) in TCEC_VARIANTS.items():
+        smem = TCEC_SMEM["tf32" if precision == "tf32x3" else "fp16"]
+        cuda = CudaBatchedLaunch(f"{s.key}.cu", entry, (256, 1, 1), (128, 128), dynamic_smem=smem,
+                                 unaligned_entry=f"{entry}_unaligned")
+        dtypes = {"fp32": precision}
+        title = f"{s.title} ({precision})"
+        impls += [
+            Impl(f"cuda:{s.key}{suffix}", "cuda", s, dtypes, cuda, _cuda_sources(cuda.source), title),
+            Impl(f"triton:{s.key}{suffix}", "triton", s, dtypes, TritonLaunch(s.key, fn), _triton_sources(s.key), title),
+            Impl(f"gluon:{s.key}{suffix}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}", fn),
+                 _gluon_sources(s.key), title),
+        ]
+    return impls
+
+
 _IMPLS: list[Impl] = [
     *_stage("01", CudaLaunch("01_naive.cu", "sgemm_naive", (32, 32, 1), (32, 32), rows_on_x=True), FP32),
     *_stage("02", CudaLaunch("02_coalesced.cu", "sgemm_coalesced", (32, 32, 1), (32, 32)), FP32),
@@ -244,6 +316,7 @@ _IMPLS: list[Impl] = [
     *_stage("09", CudaDispatch(tuple(_simt("09_best_simt.cu", f"sgemm_best_{bm}x{bn}", (bm, bn), thr,
                                            3 * bk * (bm + 4 + bn) * 4, vec=True)
                                      for bm, bn, thr, bk in BEST_TILES)), FP32, gluon=True),
+    *_tcec_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
@@ -252,6 +325,8 @@ _IMPLS: list[Impl] = [
          _triton_sources("baseline_tuned"), "Tuned Triton matmul (tl.dot, autotuned)"),
     Impl("triton:tuned-tf32", "triton", None, TF32, TritonLaunch("baseline_tuned", "gemm_tf32"),
          _triton_sources("baseline_tuned"), "Tuned Triton matmul, TF32"),
+    Impl("triton:tuned-tf32x3", "triton", None, {"fp32": "tf32x3"}, TritonLaunch("baseline_tuned", "gemm_tf32x3"),
+         _triton_sources("baseline_tuned"), "Tuned Triton matmul, input_precision=tf32x3"),
 ]
 _BY_NAME = {i.name: i for i in _IMPLS}
 assert len(_BY_NAME) == len(_IMPLS), "duplicate implementation names"

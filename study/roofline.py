@@ -1,4 +1,5 @@
-"""Roofline and TFLOP/s-vs-size figures for the report.
+"""The report's figures: roofline, TFLOP/s vs size, the ladder, and stage 14's accuracy figures (error vs K,
+the speed/accuracy Pareto plot, seed 002's Figure 8).
 
 Matplotlib objects are built without pyplot, so rendering never touches a display or a global backend.
 """
@@ -31,9 +32,21 @@ CEILINGS: dict[str, tuple[str, str]] = {
 DRAM_KEY, DRAM_COLOUR = "dram_gbps", "#3c3c3c"
 OTHER_CEILING_COLOUR = "#592f0d"
 
+# Stage 14 (seed 002) computes an fp32 product as three tensor-core products of split operands, so its
+# compute ceiling is a third of the measured tensor-core peak: seed 002, Section 4.4.1 and Figure 7 ("dividing
+# the theoretical peak performance of FP16-TC ... by 3").  Drawn on the fp32 roofline when stage-14 rows are
+# there: (source ceiling) -> (key, label, colour).  Seed 002's other bound, shared-memory bandwidth over the
+# operand bytes per FLOP of a register blocking (Sections 3 and 4.4.1), needs a measured shared-memory
+# bandwidth; ceilings.json has none (only a datasheet-style SMs x 128 B/clk figure could be had), so it is left out.
+TCEC_STAGE = "14"
+SPLIT_CEILINGS: dict[str, tuple[str, str, str]] = {
+    "fp16_tc_tflops": ("fp16_tc_over3_tflops", "FP16 TC / 3 (TCEC)", "#0b6e6e"),
+    "tf32_tc_tflops": ("tf32_tc_over3_tflops", "TF32 TC / 3 (3xTF32)", "#4b4bb0"),
+}
+
 # The ceilings that actually bound a given input dtype; the others are drawn fainter for context.
 RELEVANT = {
-    "fp32": {"fp32_fma_tflops", "tf32_tc_tflops"},
+    "fp32": {"fp32_fma_tflops", "tf32_tc_tflops", *(k for k, _, _ in SPLIT_CEILINGS.values())},
     "tf32": {"tf32_tc_tflops"},
     "fp16": {"fp16_tc_tflops"},
     "bf16": {"bf16_tc_tflops"},
@@ -45,6 +58,9 @@ STAGE_MARKERS = ("o", "s", "^", "D", "v", "<", ">", "h", "p", "d", "8", "H")
 STAGE_COLOURS = [c for i, c in enumerate(sns.color_palette("colorblind").as_hex()) if i not in (7, 8)]
 BASELINE_STYLES = {"cublas": ("#000000", "*"), "cublas:tf32": ("#7a7a7a", "X"), "triton:tuned": ("#b5179e", "P")}
 EXTRA_BASELINE_STYLES = (("#4d4d4d", "p"), ("#a0522d", "d"), ("#2f4f4f", "h"))
+# Markers of a stage's variants (stage 14's markidis, nocorr, tf32): filled shapes (the points get a white
+# edge, which would hide line markers), in the stage's colour, so a variant differs from its stage by shape.
+VARIANT_MARKERS = ("s", "^", "v", "<", ">", "o")
 
 PANELS = (("CUDA", "cuda"), ("Triton", "triton"), ("Gluon", "gluon"))
 BACKEND_NAMES = {backend: title for title, backend in PANELS}
@@ -78,8 +94,22 @@ def prepare(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+_STAGE_KEYS = {s.number: s.key for s in STAGES}
+
+
+def variant_of(stage: str, impl: str) -> str:
+    """The variant suffix of a stage's implementation: "cuda:14_tcec-markidis" -> "markidis", and "" for the
+    stage's main kernel (a stage may register several variants per backend, as stage 14 does)."""
+    key = _STAGE_KEYS.get(stage)
+    body = impl.split(":", 1)[-1]
+    return body[len(key):].lstrip("-_") if key and body.startswith(key) else ""
+
+
 def series_key(stage: str, impl: str) -> str:
-    return impl if stage == "baseline" else stage
+    if stage == "baseline":
+        return impl
+    variant = variant_of(stage, impl)
+    return f"{stage}-{variant}" if variant else stage
 
 
 def series_styles(df: pd.DataFrame) -> dict[str, Style]:
@@ -90,15 +120,26 @@ def series_styles(df: pd.DataFrame) -> dict[str, Style]:
     present = set(df["stage"]) - {"baseline", ""}
     stages = known + sorted(present - set(known))
     titles = {s.number: s.slug.replace("_", " ") for s in STAGES}
+    variants = sorted({(s, variant_of(s, i)) for s, i in zip(df["stage"], df["impl"]) if s in present} - {(s, "")
+                       for s in present})
     for i, num in enumerate(stages):
         fallback = df.loc[df["stage"] == num, "stage_title"]
         name = titles.get(num) or (fallback.iloc[0] if len(fallback) else "")
         styles[num] = Style(STAGE_COLOURS[i % len(STAGE_COLOURS)], STAGE_MARKERS[i % len(STAGE_MARKERS)],
-                            f"{num} {name}".strip(), i)
+                            f"{num} {name}".strip(), 100 * i)
+    taken = {(st.colour, st.marker) for st in styles.values()}
+    for i, num in enumerate(stages):
+        # A stage's variants keep its colour and take their own markers, so they read as one family; the
+        # palette repeats after 8 stages, so a marker is only taken if no stage of that colour has it.
+        colour = styles[num].colour
+        free = [m for m in dict.fromkeys(VARIANT_MARKERS + STAGE_MARKERS) if (colour, m) not in taken]
+        for j, (_, v) in enumerate(x for x in variants if x[0] == num):
+            styles[f"{num}-{v}"] = Style(colour, free[j % len(free)], f"{styles[num].label}-{v}", 100 * i + 1 + j)
+            taken.add((colour, free[j % len(free)]))
     baselines = sorted(set(df.loc[df["stage"] == "baseline", "impl"]) - set(BASELINE_STYLES))
     for j, impl in enumerate(list(BASELINE_STYLES) + baselines):
         colour, marker = BASELINE_STYLES.get(impl) or EXTRA_BASELINE_STYLES[j % len(EXTRA_BASELINE_STYLES)]
-        styles[impl] = Style(colour, marker, impl, len(stages) + j)
+        styles[impl] = Style(colour, marker, impl, 100 * len(stages) + j)
     return styles
 
 
@@ -164,6 +205,16 @@ def ceiling_values(ceilings: dict | None) -> list[tuple[str, str, str, float | N
             continue
         label, colour = CEILINGS.get(key, (key.replace("_", " "), OTHER_CEILING_COLOUR))
         out.append((key, label, colour, m, d))
+    return out
+
+
+def split_ceilings(ceilings: dict | None) -> list[tuple[str, str, str, float | None, float | None]]:
+    """Stage 14's ceilings, in ceiling_values()'s form: a third of each tensor-core peak it splits onto."""
+    out = []
+    for key, _, _, m, d in ceiling_values(ceilings):
+        if key in SPLIT_CEILINGS:
+            new_key, label, colour = SPLIT_CEILINGS[key]
+            out.append((new_key, label, colour, m / 3 if m else None, d / 3 if d else None))
     return out
 
 
@@ -280,6 +331,8 @@ def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) ->
         return None
     styles = series_styles(prepare(df))
     ceils, dram = ceiling_values(ceilings), _dram(ceilings)
+    if dtype == "fp32" and (points["stage"] == TCEC_STAGE).any():
+        ceils += split_ceilings(ceilings)
     xlim, ylim = _limits(points, ceils, dram)
     unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
     axes_rc, ctx_rc = _theme()
@@ -367,15 +420,22 @@ def tflops_vs_size(df: pd.DataFrame, path: Path) -> Path | None:
 # --- the ladder -----------------------------------------------------------------------------------
 
 def ladder(df: pd.DataFrame, path: Path, dtype: str = "fp32", sides: tuple[int, ...] = (4096, 8192)) -> Path | None:
-    """TFLOP/s by stage at square sizes: one bar group per stage (a bar per backend), cuBLAS as a line."""
+    """TFLOP/s by stage at square sizes: one bar group per stage (a bar per backend), cuBLAS as a line.  A
+    stage with variants (stage 14) gets a bar group per variant, labelled with the variant's name."""
     if df is None or df.empty:
         return None
     d = prepare(df)
     d = d[(d["dtype"] == dtype) & (d["M"] == d["N"]) & (d["N"] == d["K"]) & d["passed"]]
+    d = d.assign(series=[series_key(s, i) for s, i in zip(d["stage"], d["impl"])])
     sides = tuple(n for n in sides if (d["M"] == n).any())
-    stages = [s.number for s in STAGES if (d["stage"] == s.number).any()]
+    order = series_styles(d)
+    stages = sorted(set(d.loc[d["stage"].isin({s.number for s in STAGES}), "series"]), key=lambda k: order[k].order)
     if not sides or not stages:
         return None
+    varied = {k.split("-", 1)[0] for k in stages if "-" in k}
+    slugs = {s.number: s.slug for s in STAGES}
+    ticks = [k if k.split("-", 1)[0] not in varied else
+             f"{k.split('-', 1)[0]}\n{k.split('-', 1)[1] if '-' in k else slugs[k]}" for k in stages]
     backends = [b for b in BACKEND_NAMES if (d["backend"] == b).any()]
     palette = dict(zip(BACKEND_NAMES, sns.color_palette("colorblind", 3).as_hex()))
     axes_rc, ctx_rc = _theme()
@@ -386,7 +446,7 @@ def ladder(df: pd.DataFrame, path: Path, dtype: str = "fp32", sides: tuple[int, 
         for ax, n in zip(axes, sides):
             at = d[d["M"] == n]
             for j, b in enumerate(backends):
-                ys = [at.loc[(at["stage"] == s) & (at["backend"] == b), "tflops"] for s in stages]
+                ys = [at.loc[(at["series"] == s) & (at["backend"] == b), "tflops"] for s in stages]
                 xs = [i + (j - (len(backends) - 1) / 2) * width for i in range(len(stages))]
                 vals = [y.iloc[-1] if len(y) else 0.0 for y in ys]
                 bars = ax.bar(xs, vals, width, color=palette[b], label=BACKEND_NAMES[b])
@@ -399,9 +459,191 @@ def ladder(df: pd.DataFrame, path: Path, dtype: str = "fp32", sides: tuple[int, 
                 ax.axhline(base.iloc[-1], color="#000000", lw=1.4, label="cuBLAS")
                 ax.annotate(f"cuBLAS {base.iloc[-1]:.3g}", (0, base.iloc[-1]), xytext=(2, 2), textcoords="offset points",
                             xycoords=("axes fraction", "data"), fontsize=7.5)
-            ax.set_xticks(range(len(stages)), stages)
+            ax.set_xticks(range(len(stages)), ticks)
             ax.set(title=f"{dtype} {n}x{n}x{n}", xlabel="stage")
         axes[0].set_ylabel("TFLOP/s")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside right upper", frameon=False, fontsize=8.5)
+        return _save(fig, path)
+
+
+# --- stage 14: accuracy ---------------------------------------------------------------------------
+
+def pareto_front(points: pd.DataFrame, x: str = "tflops", y: str = "relerr") -> pd.Series:
+    """True for each point that no other point beats: none has at least its `x` (TFLOP/s, more is better) and
+    at most its `y` (error, less is better) while being strictly better in one.  Non-finite points are never
+    on the front."""
+    xs, ys = points[x].to_numpy(dtype=float), points[y].to_numpy(dtype=float)
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    on = []
+    for i in range(len(xs)):
+        beaten = ok & (xs >= xs[i]) & (ys <= ys[i]) & ((xs > xs[i]) | (ys < ys[i]))
+        on.append(bool(ok[i] and not beaten.any()))
+    return pd.Series(on, index=points.index, dtype=bool)
+
+
+def method_family(stage: str, method: str) -> str:
+    """What a method computes, whatever its backend: a stage-14 variant ("14 tcec", "14 markidis") or the
+    baseline's own name; colours follow the family, line styles the backend."""
+    if stage == "baseline" or not stage:
+        return method
+    slug = _STAGE_KEYS.get(stage, stage).split("_", 1)[-1]
+    return f"{stage} {variant_of(stage, method) or slug}"
+
+
+# Figure 8's cuBLAS batched SGEMM (torch.bmm) is the same library and precision as the `cublas` rows: same look.
+FAMILY_ALIASES = {"cublas:bmm": "cublas"}
+
+
+def _family_styles(families) -> dict[str, tuple[str, str]]:
+    """(colour, marker) per family: the baselines of study-wide figures keep their colours and markers."""
+    fams = sorted(set(families), key=lambda f: (f in BASELINE_STYLES or f.startswith(("cublas", "triton")), f))
+    palette = STAGE_COLOURS + [c for c, _ in EXTRA_BASELINE_STYLES]
+    out, i = {}, 0
+    for f in fams:
+        if FAMILY_ALIASES.get(f, f) in BASELINE_STYLES:
+            out[f] = BASELINE_STYLES[FAMILY_ALIASES.get(f, f)]
+        else:
+            out[f] = (palette[i % len(palette)], STAGE_MARKERS[i % len(STAGE_MARKERS)])
+            i += 1
+    return out
+
+
+def _mark_nonfinite(ax, xs) -> None:
+    """A method that produced NaN/inf has no error to plot: an x on the panel's top edge says it broke."""
+    from matplotlib.transforms import blended_transform_factory
+    if len(xs):
+        ax.plot(list(xs), [0.97] * len(xs), ls="", marker="x", color="#b31d28", ms=7, mew=1.6,
+                transform=blended_transform_factory(ax.transData, ax.transAxes), clip_on=False, zorder=4)
+
+
+def accuracy_vs_k(acc: pd.DataFrame, path: Path, distributions=("randn", "uniform", "wide")) -> Path | None:
+    """Error against K, one column of panels per input distribution: relative Frobenius error on top, max
+    elementwise relative error below, log scales, a line per method (colour: what it computes; line style:
+    backend).  Methods that produced NaN/inf are marked on the top edge."""
+    if acc is None or acc.empty:
+        return None
+    acc = acc[acc["error"].fillna("") == ""]
+    dists = [d for d in distributions if (acc["distribution"] == d).any()] + \
+        sorted(set(acc["distribution"]) - set(distributions))
+    if not dists:
+        return None
+    acc = acc.assign(family=[method_family(s, m) for s, m in zip(acc["stage"], acc["method"])])
+    styles = _family_styles(acc["family"])
+    metrics = (("relerr", "relative Frobenius error"), ("max_relerr", "max elementwise relative error"))
+    axes_rc, ctx_rc = _theme()
+    with axes_rc, ctx_rc:
+        fig = Figure(figsize=(2.8 + 4.4 * len(dists), 8.0), layout="constrained")
+        axes = fig.subplots(2, len(dists), sharex=True, squeeze=False)
+        for col, dist in enumerate(dists):
+            g = acc[acc["distribution"] == dist]
+            for row, (metric, _) in enumerate(metrics):
+                ax = axes[row][col]
+                for (method, backend, family), s in g.groupby(["method", "backend", "family"], sort=False):
+                    s = s.sort_values("K")
+                    v = s[metric].to_numpy(dtype=float)
+                    ok = np.isfinite(v) & (v > 0)
+                    colour, marker = styles[family]
+                    ax.plot(s["K"][ok], v[ok], LINESTYLES.get(backend, "-"), color=colour, marker=marker,
+                            ms=4.5, lw=1.3)
+                    _mark_nonfinite(ax, s["K"][~np.isfinite(v)])
+                ks = sorted(set(g["K"].dropna().astype(int)))
+                ax.set_yscale("log")
+                ax.set_xscale("log", base=2)
+                if ks:
+                    ax.set_xticks(ks, [str(k) for k in ks])
+                    ax.xaxis.set_minor_locator(NullLocator())
+            sizes = ", ".join(str(m) for m in sorted(set(g["M"].dropna().astype(int))))
+            axes[0][col].set_title(f"{dist} inputs")
+            axes[1][col].set_xlabel(f"K (M = N = {sizes})")
+        for row, (_, label) in enumerate(metrics):
+            axes[row][0].set_ylabel(label)
+        handles = [Line2D([], [], color=styles[f][0], marker=styles[f][1], label=f) for f in styles]
+        names = {"cuda": "CUDA, cuBLAS", "triton": "Triton", "gluon": "Gluon"}
+        backends = [b for b in names if (acc["backend"] == b).any() or (b == "cuda" and (acc["backend"] == "cublas").any())]
+        handles += [Line2D([], [], color="#555555", ls=LINESTYLES[b], label=names[b]) for b in backends]
+        handles.append(Line2D([], [], ls="", marker="x", color="#b31d28", mew=1.6, label="NaN/inf in the result"))
+        fig.legend(handles=handles, loc="outside right upper", frameon=False, fontsize=8.5)
+        return _save(fig, path)
+
+
+def pareto(points: pd.DataFrame, path: Path) -> Path | None:
+    """Speed against accuracy: TFLOP/s across, relative error up (log); lower right is better.  Each point is
+    labelled with its implementation; the Pareto front (pareto_front()) is the stepped line."""
+    if points is None or points.empty:
+        return None
+    pts = _plottable(prepare(points).assign(relerr=pd.to_numeric(points["relerr"], errors="coerce")),
+                     "tflops", "relerr")
+    if pts.empty:
+        return None
+    pts = pts.assign(family=[method_family(s, m) for s, m in zip(pts["stage"], pts["impl"])])
+    styles = _family_styles(pts["family"])
+    front = pts[pareto_front(pts)].sort_values("tflops")
+    axes_rc, ctx_rc = _theme()
+    with axes_rc, ctx_rc:
+        fig = Figure(figsize=(10.5, 6.0), layout="constrained")
+        ax = fig.subplots()
+        ax.plot(front["tflops"], front["relerr"], drawstyle="steps-pre", color="#555555", lw=1.2, zorder=1)
+        for n, (_, r) in enumerate(pts.sort_values("tflops").iterrows()):
+            colour, marker = styles[r["family"]]
+            face = colour if r["backend"] in ("cuda", "cublas") else "white"   # hollow: Triton and Gluon
+            ax.scatter([r["tflops"]], [r["relerr"]], s=70, marker=marker, facecolors=face, edgecolors=colour,
+                       linewidths=1.4, zorder=3)
+            # Neighbours in speed often share an error level (the TCEC kernels of three backends): labels
+            # alternate above and below so they do not print over each other.
+            ax.annotate(r["impl"], (r["tflops"], r["relerr"]), xytext=(5, 4 if n % 2 == 0 else -11),
+                        textcoords="offset points", fontsize=7, color=colour)
+        ax.set(xscale="log", yscale="log", xlabel="TFLOP/s (results.csv)", ylabel="relative Frobenius error")
+        ax.xaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+        ax.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
+        ax.annotate("better: lower right", xy=(0.98, 0.03), xycoords="axes fraction", ha="right", fontsize=8,
+                    color="#555555")
+        handles = [Line2D([], [], color="#555555", lw=1.2, label="Pareto front")]
+        handles += [Line2D([], [], ls="", marker=styles[f][1], color=styles[f][0], label=f) for f in styles]
+        handles += [Line2D([], [], ls="", marker="o", markerfacecolor="#555555", markeredgecolor="#555555",
+                           label="filled: CUDA / cuBLAS"),
+                    Line2D([], [], ls="", marker="o", markerfacecolor="white", markeredgecolor="#555555",
+                           label="hollow: Triton / Gluon")]
+        fig.legend(handles=handles, loc="outside right upper", frameon=False, fontsize=8.5)
+        return _save(fig, path)
+
+
+def fig8(rows: pd.DataFrame, path: Path, references: list[tuple[str, float, str]]) -> Path | None:
+    """Seed 002's Figure 8 on this GPU: TFLOP/s and max relative error against k for the batched products,
+    with horizontal reference lines (label, TFLOP/s, line style), e.g. the paper's A100 figure."""
+    if rows is None or rows.empty:
+        return None
+    rows = rows[rows["error"].fillna("") == ""]
+    if rows.empty:
+        return None
+    rows = rows.assign(family=[method_family(s, m) for s, m in zip(rows["stage"], rows["method"])])
+    styles = _family_styles(rows["family"])
+    axes_rc, ctx_rc = _theme()
+    with axes_rc, ctx_rc:
+        fig = Figure(figsize=(12.5, 4.6), layout="constrained")
+        ax_t, ax_e = fig.subplots(1, 2, sharex=True)
+        for (method, backend, family), s in rows.groupby(["method", "backend", "family"], sort=False):
+            s = s.sort_values("K")
+            colour, marker = styles[family]
+            kw = dict(color=colour, marker=marker, ls=LINESTYLES.get(backend, "-"), lw=1.4, ms=5, label=method)
+            t = s["tflops"].to_numpy(dtype=float)
+            ax_t.plot(s["K"][np.isfinite(t)], t[np.isfinite(t)], **kw)
+            e = s["max_relerr"].to_numpy(dtype=float)
+            ok = np.isfinite(e) & (e > 0)
+            ax_e.plot(s["K"][ok], e[ok], **kw)
+            _mark_nonfinite(ax_e, s["K"][np.isinf(e)])
+        for label, value, ls in references:
+            ax_t.axhline(value, color="#555555", ls=ls, lw=1.0)
+            ax_t.annotate(label, (0.01, value), xycoords=("axes fraction", "data"), xytext=(0, 2),
+                          textcoords="offset points", fontsize=7, color="#555555")
+        ks = sorted(set(rows["K"].dropna().astype(int)))
+        for ax in (ax_t, ax_e):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_xlabel("k (each product 1024 x k by k x 1024)")
+        ax_t.set(ylabel="TFLOP/s", title="throughput", ylim=(0, None))
+        ax_e.set(yscale="log", ylabel="max elementwise relative error", title="accuracy")
+        handles, _ = ax_t.get_legend_handles_labels()
+        fig.legend(handles=handles, loc="outside right upper", frameon=False, fontsize=8.5)
         return _save(fig, path)

@@ -42,4 +42,11 @@ TOLERANCE: dict[str, float] = {
     "fp16": 1e-2,
     "bf16/fp32acc": 1e-2,
     "int8/int32acc": 0.0,
+    # Stage 14 (seed 002): fp32 inputs computed on tensor cores from split operands.  The TCEC and 3xTF32
+    # splits must be as accurate as fp32 SIMT; Markidis-style accumulation inside the tensor cores and the
+    # uncorrected fp16 rounding are the measurably worse variants the study exists to show.
+    "fp16x3-tcec": 2e-5,
+    "tf32x3": 2e-5,
+    "fp16x3-markidis": 1e-4,
+    "fp16-inputs": 2e-3,
 }

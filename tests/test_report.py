@@ -15,6 +15,7 @@ import pytest
 
 from study import roofline
 from study.report import load_results, render, stage_tables
+from study.accuracy import ACCURACY_COLUMNS, FIG8_COLUMNS
 from study.schema import RESULT_COLUMNS
 from study.stages import STAGES
 
@@ -88,6 +89,8 @@ def test_fixture_matches_schema():
     df = fixture_rows()
     assert tuple(df.columns) == RESULT_COLUMNS
     assert json.loads((FIXTURE / "environment.json").read_text())["fixture"] is True
+    for name, columns in (("accuracy.csv", ACCURACY_COLUMNS), ("fig8.csv", FIG8_COLUMNS)):
+        assert tuple(pd.read_csv(FIXTURE / name, dtype=str).columns) == columns
 
 
 # --- the page ---------------------------------------------------------------------------------------
@@ -142,6 +145,33 @@ def test_duplicate_rows_keep_the_last(rendered):
     assert fp32["shape"] == "4096x4096x4096"
     smem = next(r for r in fp32["rows"] if r["number"] == "03")
     assert smem["cells"]["cuda"]["tflops"] == "9.9"   # the re-run, not the first 9.6
+
+
+def test_stage_variants_get_a_row_each(rendered):
+    """Stage 14 registers four variants per backend: the stage table shows each in its own row, named, and
+    never one cell holding whichever variant came last."""
+    df, _ = load_results(rendered / "results.csv")
+    fp32 = next(t for t in stage_tables(df) if t["dtype"] == "fp32")
+    rows = [r for r in fp32["rows"] if r["number"] == "14"]
+    assert [r["variant"] for r in rows] == ["tcec", "markidis", "nocorr", "tf32"]
+    assert [r["cells"]["cuda"]["impl"] for r in rows] == \
+        ["cuda:14_tcec", "cuda:14_tcec-markidis", "cuda:14_tcec-nocorr", "cuda:14_tcec-tf32"]
+    assert rows[0]["cells"]["triton"]["impl"] == "triton:14_tcec" and rows[1]["cells"]["triton"] is None
+    assert "(fp16x3-markidis)" in rows[1]["title"] and rows[0]["bought"] and not rows[1]["bought"]
+    assert all(r["variant"] == "" for r in fp32["rows"] if r["number"] not in ("14",))
+
+
+def test_variants_have_their_own_series():
+    assert roofline.variant_of("14", "cuda:14_tcec-markidis") == "markidis"
+    assert roofline.variant_of("14", "gluon:14_tcec") == ""
+    assert roofline.series_key("14", "triton:14_tcec-tf32") == "14-tf32"
+    assert roofline.series_key("03", "cuda:03_smem_tiling") == "03"
+    assert roofline.series_key("baseline", "triton:tuned-tf32x3") == "triton:tuned-tf32x3"
+    styles = roofline.series_styles(roofline.prepare(fixture_rows()))
+    looks = [(styles[k].colour, styles[k].marker) for k in styles]
+    assert len(set(looks)) == len(looks), "two series would look the same on a figure"
+    assert [k for k in sorted(styles, key=lambda k: styles[k].order) if k.startswith("14")] == \
+        ["14", "14-markidis", "14-nocorr", "14-tf32"]
 
 
 def test_one_png_per_dtype(rendered):

@@ -23,6 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONS = ("num_warps", "num_stages")
+# Stage 14's fp16 splits of fp32 inputs (study/schema.py): their PTX must multiply fp16, never TF32.
+FP16_SPLITS = ("fp16x3-tcec", "fp16x3-markidis", "fp16-inputs")
 
 
 def inspect_all() -> list[dict]:
@@ -119,8 +121,12 @@ def test_fp32_label_matches_the_instructions(impl_name, inspected):
             assert not r["mmas"], f"{impl_name} is labelled fp32 but its PTX has tensor-core ops {r['mmas'][:3]}"
             assert not r["tf32_cvt"], f"{impl_name} is labelled fp32 but its PTX rounds operands to TF32"
             assert r["fp32_fma"], f"{impl_name}: no fp32 FMA in the PTX"
-        elif r["precision"] == "tf32":
+        elif r["precision"] in ("tf32", "tf32x3"):
             assert any("tf32" in m for m in r["mmas"]), f"{impl_name} is labelled tf32 but issues no TF32 MMA: {r['mmas']}"
+        elif r["precision"] in FP16_SPLITS:
+            assert any("f16" in m and "bf16" not in m for m in r["mmas"]), \
+                f"{impl_name} is labelled {r['precision']} but issues no fp16 MMA: {r['mmas']}"
+            assert not any("tf32" in m for m in r["mmas"]), f"{impl_name} issues TF32 MMAs: {r['mmas']}"
         else:
             pytest.fail(f"{impl_name}: unexpected fp32 precision label {r['precision']}")
 

@@ -37,3 +37,23 @@ def test_inputs_are_fresh_random_and_poisoned():
     assert (x.a != 0).float().mean() > 0.99
     z = make_inputs(4, 4, 4, "bf16", "cpu", beta=0.5)
     assert z.c.isfinite().all() and z.a.dtype == torch.bfloat16
+
+
+def test_componentwise_bound_admits_cancellation_but_not_a_wrong_element():
+    """D = C - A B with C == A B (up to fp16 rounding of the inputs): the result is tiny, so fp16-rounded
+    inputs miss by far more than 2e-3 of it, yet every element is within 2e-3 of its terms.  A TF32 result
+    still fails fp32, and one wrong element still fails, under the componentwise bound."""
+    from study.verify import reference_scale
+    x = make_inputs(1, 1, 1, "fp32", "cpu", alpha=-1.0, beta=1.0)
+    x.c = (x.a @ x.b) * (1 + 2**-9)                      # beta C and alpha A B nearly cancel
+    ref = reference(x)
+    rounded = -(x.a.half().float() @ x.b.half().float()) + x.c
+    assert not judge(rounded, ref, "fp16-inputs").passed
+    assert judge(rounded, ref, "fp16-inputs", scale=lambda: reference_scale(x)).passed
+
+    y = make_inputs(64, 48, 512, "fp32", "cpu")
+    tf = _tf32(y.a.clone()) @ _tf32(y.b.clone())
+    assert not judge(tf, reference(y), "fp32", scale=lambda: reference_scale(y)).passed
+    wrong = y.a @ y.b
+    wrong[7, 3] += 0.05 * float(reference_scale(y)[7, 3])
+    assert not judge(wrong, reference(y), "fp16-inputs", scale=lambda: reference_scale(y)).passed

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build every kernel, run the GPU equivalence tests (writing
-# reports/gpu-evidence.json), run the sweep, render the report, and pack reports/ into $OUT.
+# reports/gpu-evidence.json), run the sweep, run stage 14's accuracy study, render the report, and pack
+# reports/ into $OUT.
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick)
-#   STUDY_STEPS="build test sweep ncu" selects steps (default: build test sweep; ncu profiles the fp32
+#   STUDY_STEPS="build test sweep accuracy ncu" selects steps (default: build test sweep accuracy; accuracy
+#   writes reports/accuracy.csv and reports/fig8.csv, about 1-2 minutes on an H100; ncu profiles the fp32
 #   ladder at 4096^3 into reports/ncu_ladder.csv)
+#   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 set -uo pipefail
@@ -12,7 +15,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export GEMM_STUDY_CACHE="${GEMM_STUDY_CACHE:-/tmp/gemm-study-cache}"
 OUT="${OUT:-/tmp/gemm-study-out}"; mkdir -p "$OUT"
-STEPS="${STUDY_STEPS:-build test sweep}"
+STEPS="${STUDY_STEPS:-build test sweep accuracy}"
 SWEEP_ARGS=("$@"); [ ${#SWEEP_ARGS[@]} -eq 0 ] && SWEEP_ARGS=(--quick)
 status=0
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
@@ -36,6 +39,11 @@ fi
 if [[ " $STEPS " == *" sweep "* ]]; then
   log "sweep ${SWEEP_ARGS[*]}"
   python3 -m study.sweep "${SWEEP_ARGS[@]}" 2>&1 | tee "$OUT/sweep.log" | grep -v '%|' || status=1
+fi
+if [[ " $STEPS " == *" accuracy "* ]]; then
+  log "accuracy (stage 14, seed 002: error vs K, Figure 8)"
+  read -ra ACCURACY_ARGS <<< "${STUDY_ACCURACY_ARGS:-}"
+  python3 -m study.accuracy --out reports "${ACCURACY_ARGS[@]}" 2>&1 | tee "$OUT/accuracy.log" || status=1
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
   log "ncu (fp32 ladder, 4096^3)"

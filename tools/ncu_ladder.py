@@ -23,7 +23,12 @@ METRICS = ",".join((
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "dram__bytes_read.sum",
     *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"
-      for r in ("barrier", "long_scoreboard", "short_scoreboard", "mio_throttle", "dispatch_stall", "wait")),
+      for r in ("barrier", "long_scoreboard", "short_scoreboard", "mio_throttle", "dispatch_stall", "wait",
+                "math_pipe_throttle", "lg_throttle", "not_selected", "no_instruction")),
+    # Tensor-core stages (14): how busy the HMMA pipe is, and whether L2 can feed it.
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed_pipe_tensor.sum",
+    "lts__t_bytes.sum", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
 ))
 
 
@@ -31,6 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--stages", default="03,04,05,06,07,08,09")
+    ap.add_argument("--backends", default="cuda,triton,gluon")
     ap.add_argument("--metrics", action="store_true", help="print the metric list and exit")
     args = ap.parse_args()
     if args.metrics:
@@ -49,7 +55,9 @@ def main() -> None:
                                  "torch": torch.__version__}), flush=True)
     x = make_inputs(args.n, args.n, args.n, "fp32", dev)
     wanted = args.stages.split(",")
-    names = [i.name for i in study.implementations(dtype="fp32") if i.stage and i.stage.number in wanted]
+    backends = args.backends.split(",")
+    names = [i.name for i in study.implementations(dtype="fp32")
+             if i.stage and i.stage.number in wanted and i.backend in backends]
     runs = []
     for name in [*names, "cublas"]:
         run, _ = study.get(name).prepare(x.a, x.b, out=x.out)
