@@ -1,35 +1,41 @@
 // Stage 14 - TCEC: fp32 GEMM on fp16 tensor cores with error correction.
 //
-// Technique:   every fp32 operand x is split, on its way into shared memory, into hi = fp16(x) and
-//              lo = fp16((x - hi) * 2^11).  A warp then rebuilds the fp32 product from three fp16
-//              tensor-core products (mma.sync m16n8k16, fragments loaded with ldmatrix):
+// Technique:   every fp32 operand x is split into hi = fp16(x) and lo = fp16((x - hi) * 2^11), and the fp32
+//              product is rebuilt from three fp16 tensor-core products:
 //                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped)
-//              hiA hiB is issued with a zero accumulator every k16 step and added to fp32 registers with
-//              ordinary round-to-nearest FADDs; the two correction products, 2^11 smaller, share their own
-//              tensor-core accumulator.  8 warps own a 128x128 tile of D, each warp 64x32 (4x4 mma tiles);
-//              K advances 32 at a time through two shared-memory buffers, the next tile's fp32 loads in
-//              flight while the current one is multiplied.
-// Reproduces:  seed 002 (Ootomo & Yokota 2022): the split and scaling of eqs. 4-5, the correction of eq. 6,
-//              and its central finding, that accumulating inside the tensor cores (which round toward zero)
-//              is what kept Markidis et al.'s method short of fp32 accuracy.  Its variants are one template:
+//              hiA hiB of each k-tile (32 deep) starts from a zero accumulator and is added to fp32 registers
+//              with ordinary round-to-nearest FADDs; the two correction products, 2^11 smaller, share their
+//              own tensor-core accumulator.  On Hopper this runs on wgmma (m64n128k16), warp-specialized: a
+//              producer warpgroup copies raw fp32 tiles into a 4-slot ring with cp.async and splits each B tile
+//              into hi/lo fp16 in wgmma's shared-memory layout; two consumer warpgroups, 64x128 of the 128x128
+//              tile each, split their A rows in registers straight from the fp32 tile and issue the products.
+// Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs. (6)-(7),
+//              its WMMAe idea (fragments built in registers from fp32 data, no hi/lo copy of A in shared
+//              memory), and its central finding, that accumulating inside the tensor cores (which round toward
+//              zero) is what kept Markidis et al.'s method short of fp32 accuracy.  The variants, one template:
 //                tcec_fp16      the method;
 //                tcec_markidis  lo unscaled, every product accumulated inside one tensor-core accumulator;
 //                tcec_nocorr    hi only: an fp16 GEMM of rounded inputs, the floor;
-//                tcec_tf32      3xTF32 (hi = tf32(x), lo = tf32(x - hi), mma.sync m16n8k8.tf32): fp32's
-//                               exponent range, so no scaling and no fp16 range limit.
-// Changed:     the SIMT ladder (01-09) ends at the FP32 FMA pipe, 64 TFLOP/s.  Here the multiplies move to
-//              the tensor cores, whose fp16 rate is ~10x that (mma.sync issue peak ~643 TFLOP/s on Hopper),
-//              at the price of 3 products per product and a split of every operand.
-// Why faster:  3 fp16 products at ~643 TFLOP/s bound this at ~214 TFLOP/s of fp32 work, over 3x SGEMM's
-//              ~51.  Per warp and k16 step the k-loop issues 48 mma, 64 FADD (the promotion) and 12
-//              ldmatrix: fewer issue slots than the tensor pipe needs for the 48 mma, so the tensor pipe,
-//              not the promotion, should be the bound.  The split costs ~4 instructions per element, once
-//              per block (not once per warp that reads it, as a split at fragment-load time would).
+//                tcec_tf32      3xTF32 (hi = tf32(x), lo = tf32(x - hi)) on mma.sync m16n8k8: fp32's exponent
+//                               range, so no scaling and no fp16 range limit.  A reference for accuracy, not
+//                               tuned: tf32 wgmma would need both operands K-major.
+// Changed:     the SIMT ladder (01-09) ends at the FP32 FMA pipe, ~64 TFLOP/s.  Here the multiplies move to
+//              the tensor cores, whose fp16 rate is ~12x that, at the price of 3 products per product and a
+//              split of every operand.
+// Why faster:  3 fp16 products at cuBLAS's ~780 TFLOP/s fp16 rate bound this at ~260 TFLOP/s of fp32 work,
+//              5x SGEMM's ~51.  The steps, timed at 8192^3 on an H100 (cuBLAS SGEMM 51.3):
+//                mma.sync m16n8k16 + ldmatrix, 8 warps of 64x32, split once per block:   79 (1.5x)
+//                  ncu: tensor pipe 37% busy, shared memory 46% (every fragment through ldmatrix), 2 warps
+//                  per scheduler stalled on wgmma-less dependency chains;
+//                wgmma, all 8 warps splitting then multiplying, two barriers per k-tile:  102 (2.0x)
+//                  ncu: tensor pipe 32% busy: the split and the barriers run while it idles;
+//                wgmma, warp-specialized as above:  see Measured.
 //
-// Ragged edges: loads outside M, N or K read zeros (no out-of-range address is formed); stores are masked.
-// Alignment:   tcec_* use 16-byte loads and 8-byte stores, so the launcher takes them only for 16-byte aligned
-//              operand starts and leading dimensions; tcec_*_unaligned is the same template with scalar
-//              accesses (study/registry.py picks it).
+// Ragged edges: copies outside M, N or K zero-fill (cp.async's src-size; no out-of-range address is formed);
+//              stores are masked.
+// Alignment:   tcec_* use 16-byte copies and 8-byte stores, so the launcher takes them only for 16-byte aligned
+//              operand starts and leading dimensions; tcec_*_unaligned is the same template with 4-byte copies
+//              and scalar stores (study/registry.py picks it).
 // Range:       the fp16 split needs |x| <= 65504 (beyond it hi is inf and D turns inf/NaN: loud, not silent),
 //              and loses accuracy for |x| < ~2^-14, where lo falls into fp16 subnormals (and hi itself below
 //              2^-24 becomes 0).  tcec_tf32 has neither limit.  The report measures both on a wide-range
@@ -43,66 +49,24 @@ namespace {
 
 enum Variant { TCEC = 0, MARKIDIS = 1, NOCORR = 2, TF32X3 = 3 };
 
-constexpr int BM = 128, BN = 128, BK = 32, THREADS = 256;
-constexpr int WARP_M = 64, WARP_N = 32;              // a 2 x 4 grid of warps
-constexpr int MT = WARP_M / 16, NT = WARP_N / 8;     // mma tiles per warp: 4 x 4
-constexpr float LO_SCALE = 2048.0f;                  // 2^11, seed 002 eq. 5
-
-// Shared-memory element and tile pitches.  fp16: rows padded by 16 bytes so that the 8 rows an ldmatrix
-// reads fall in 8 distinct 16-byte bank groups.  tf32: fragments are read as single words, A rows padded to
-// 36 words (lane (g, t) reads bank 4g + t) and B rows to 136 (bank 8t + g).
-// RING: slots of raw fp32 tiles that cp.async fills ahead of the split (tf32's larger hi/lo tiles leave
-// room for 2 only, within the 227 KB a block may have).
-template <int V> struct Layout {
-    using T = __half;
-    static constexpr int KSTEP = 16, A_PITCH = BK + 8, B_PITCH = BN + 8, RING = 4;
-};
-template <> struct Layout<TF32X3> {
-    using T = float;
-    static constexpr int KSTEP = 8, A_PITCH = BK + 4, B_PITCH = BN + 8, RING = 2;
-};
-template <int V> constexpr int BUFFER_ELEMS = 2 * (BM * Layout<V>::A_PITCH + BK * Layout<V>::B_PITCH);  // hi + lo
-constexpr int SLOT_FLOATS = BM * BK + BK * BN;
-// Dynamic shared memory: two hi/lo buffers, then the ring (TCEC_SMEM in study/registry.py).
-template <int V> constexpr int HILO_BYTES = 2 * BUFFER_ELEMS<V> * int(sizeof(typename Layout<V>::T));
-template <int V> constexpr int SMEM_BYTES = HILO_BYTES<V> + Layout<V>::RING * SLOT_FLOATS * 4;
+constexpr int BM = 128, BN = 128, BK = 32;   // every variant: 128x128 tiles of D, K in steps of 32
+constexpr float LO_SCALE = 2048.0f;          // 2^11, seed 002 eqs. (6)-(7)
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ float to_tf32(float x) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return __uint_as_float(r);
-}
+// Blocks run in groups of GROUP_M tile-rows, column by column, so that the A panels of a group and the B
+// panel they share stay in L2 while the group sweeps (the plain row-major order streams all of B per row).
+constexpr int GROUP_M = 8;
 
-// Four consecutive fp32 values -> hi and lo parts in shared memory (8 bytes each for fp16, 16 for tf32).
-template <int V>
-__device__ __forceinline__ void split_store(const float4 v, typename Layout<V>::T* hi, typename Layout<V>::T* lo) {
-    if constexpr (V == TF32X3) {
-        const float4 h = make_float4(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w));
-        *reinterpret_cast<float4*>(hi) = h;
-        *reinterpret_cast<float4*>(lo) =
-            make_float4(to_tf32(v.x - h.x), to_tf32(v.y - h.y), to_tf32(v.z - h.z), to_tf32(v.w - h.w));
-    } else {
-        const __half2 h01 = __floats2half2_rn(v.x, v.y), h23 = __floats2half2_rn(v.z, v.w);
-        uint2 hbits;
-        hbits.x = *reinterpret_cast<const unsigned*>(&h01);
-        hbits.y = *reinterpret_cast<const unsigned*>(&h23);
-        *reinterpret_cast<uint2*>(hi) = hbits;
-        if constexpr (V != NOCORR) {
-            // x - fp32(hi) is exact in fp32; the scale keeps lo clear of fp16's subnormals (eq. 5).
-            const float s = V == TCEC ? LO_SCALE : 1.0f;
-            const float2 f01 = __half22float2(h01), f23 = __half22float2(h23);
-            const __half2 l01 = __floats2half2_rn((v.x - f01.x) * s, (v.y - f01.y) * s);
-            const __half2 l23 = __floats2half2_rn((v.z - f23.x) * s, (v.w - f23.y) * s);
-            uint2 lbits;
-            lbits.x = *reinterpret_cast<const unsigned*>(&l01);
-            lbits.y = *reinterpret_cast<const unsigned*>(&l23);
-            *reinterpret_cast<uint2*>(lo) = lbits;
-        }
-    }
+__device__ __forceinline__ void block_origin(int M, int& m0, int& n0) {
+    const idx_t tiles_m = (M + BM - 1) / BM, tiles_n = gridDim.x;   // 64-bit: the grid may hold 2^31 blocks
+    const idx_t pid = blockIdx.y * tiles_n + blockIdx.x, in_group = pid % (GROUP_M * tiles_n);
+    const idx_t first_m = pid / (GROUP_M * tiles_n) * GROUP_M;
+    const idx_t group_m = min(tiles_m - first_m, idx_t(GROUP_M));
+    m0 = int((first_m + in_group % group_m) * BM);
+    n0 = int(in_group / group_m * BN);
 }
 
 // Four consecutive elements X[row][col .. col+3] -> dst, zeros past `rows` / `cols`, by cp.async (the
@@ -120,159 +84,6 @@ __device__ __forceinline__ void copy4(float* dst, const float* __restrict__ X, i
             const bool ok = row < rows && col + j < cols;
             async_copy::cp4(dst + j, ok ? X + row * ld + col + j : X, ok);
         }
-    }
-}
-
-// The copies of one k-tile into a ring slot: A 128x32 as 1024 chunks of 4 (8 per row), B 32x128 (32 per
-// row), 4 of each per thread.  Chunk c lands at slot + 4c, and only its copier reads it back (split_tiles):
-// so a thread waits for its own copies alone, and no barrier guards the ring.
-template <bool VEC>
-__device__ __forceinline__ void copy_tiles(float* slot, const float* __restrict__ A, idx_t lda,
-                                           const float* __restrict__ B, idx_t ldb, int M, int N, int K, int m0,
-                                           int n0, int k0) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int c = threadIdx.x + i * THREADS;
-        copy4<VEC>(slot + 4 * c, A, lda, m0 + (c >> 3), k0 + (c & 7) * 4, M, K);
-        copy4<VEC>(slot + BM * BK + 4 * c, B, ldb, k0 + (c >> 5), n0 + (c & 31) * 4, K, N);
-    }
-}
-
-// This thread's chunks of a landed ring slot -> hi and lo tiles of a shared buffer (A [m][k], B [k][n]).
-template <int V>
-__device__ __forceinline__ void split_tiles(const float* slot, typename Layout<V>::T* buf) {
-    using L = Layout<V>;
-    typename L::T* a_hi = buf;
-    typename L::T* a_lo = a_hi + BM * L::A_PITCH;
-    typename L::T* b_hi = a_lo + BM * L::A_PITCH;
-    typename L::T* b_lo = b_hi + BK * L::B_PITCH;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int c = threadIdx.x + i * THREADS;
-        const int ar = (c >> 3) * L::A_PITCH + (c & 7) * 4, br = (c >> 5) * L::B_PITCH + (c & 31) * 4;
-        split_store<V>(*reinterpret_cast<const float4*>(slot + 4 * c), a_hi + ar, a_lo + ar);
-        split_store<V>(*reinterpret_cast<const float4*>(slot + BM * BK + 4 * c), b_hi + br, b_lo + br);
-    }
-}
-
-// ---- tensor-core fragments -----------------------------------------------------------------------------
-// mma.sync's per-lane layout (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k8"): lane = 4g + t holds
-// A at rows g and g+8, B at column g, and D at rows g, g+8 and columns 2t, 2t+1.
-
-struct FragA { unsigned r[4]; };
-struct FragB { unsigned r[2]; };
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-
-// A 16 x KSTEP fragment at (row0, k0) of a row-major tile.  fp16: one ldmatrix.x4 whose four 8x8 matrices
-// are (rows 0-7 | 8-15) x (k 0-7 | 8-15), lane l pointing at row l % 16, k (l / 16) * 8.
-template <int V>
-__device__ __forceinline__ FragA load_a(const typename Layout<V>::T* a, int row0, int k0, int lane) {
-    constexpr int P = Layout<V>::A_PITCH;
-    FragA f;
-    if constexpr (V == TF32X3) {
-        const int g = lane >> 2, t = lane & 3;
-        const float* p = a + (row0 + g) * P + k0 + t;
-        f.r[0] = __float_as_uint(p[0]);
-        f.r[1] = __float_as_uint(p[8 * P]);
-        f.r[2] = __float_as_uint(p[4]);
-        f.r[3] = __float_as_uint(p[8 * P + 4]);
-    } else {
-        ldmatrix_x4(f.r, a + (row0 + (lane & 15)) * P + k0 + (lane >> 4) * 8);
-    }
-    return f;
-}
-
-// Two KSTEP x 8 fragments (columns col0 .. col0+15) of a row-major [k][n] tile.  fp16: ldmatrix.x4.trans,
-// matrices (k 0-7 | 8-15) x (n 0-7 | 8-15); the transpose hands lane 4g + t the k pairs of column g.
-template <int V>
-__device__ __forceinline__ void load_b2(FragB& f0, FragB& f1, const typename Layout<V>::T* b, int k0, int col0,
-                                        int lane) {
-    constexpr int P = Layout<V>::B_PITCH;
-    if constexpr (V == TF32X3) {
-        const int g = lane >> 2, t = lane & 3;
-        const float* p = b + (k0 + t) * P + col0 + g;
-        f0.r[0] = __float_as_uint(p[0]);
-        f0.r[1] = __float_as_uint(p[4 * P]);
-        f1.r[0] = __float_as_uint(p[8]);
-        f1.r[1] = __float_as_uint(p[4 * P + 8]);
-    } else {
-        unsigned r[4];
-        ldmatrix_x4_trans(r, b + (k0 + (lane & 15)) * P + col0 + (lane >> 4) * 8);
-        f0.r[0] = r[0], f0.r[1] = r[1], f1.r[0] = r[2], f1.r[1] = r[3];
-    }
-}
-
-// d = a b + c on the tensor cores (fp32 accumulators).
-template <int V>
-__device__ __forceinline__ void mma(float (&d)[4], const FragA& a, const FragB& b, const float (&c)[4]) {
-    if constexpr (V == TF32X3) {
-        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%10,%11,%12,%13};"
-            : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-            : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]),
-              "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-    } else {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%10,%11,%12,%13};"
-            : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-            : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]),
-              "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-    }
-}
-
-// One warp's share of one buffered k-tile: BK / KSTEP steps of MT x NT tiles.
-template <int V>
-__device__ __forceinline__ void multiply_tile(const typename Layout<V>::T* buf, float (&acc)[MT][NT][4],
-                                              float (&corr)[MT][NT][4], int wm, int wn, int lane) {
-    using L = Layout<V>;
-    constexpr bool LO = V != NOCORR;
-    const typename L::T* a_hi = buf;
-    const typename L::T* a_lo = a_hi + BM * L::A_PITCH;
-    const typename L::T* b_hi = a_lo + BM * L::A_PITCH;
-    const typename L::T* b_lo = b_hi + BK * L::B_PITCH;
-#pragma unroll
-    for (int k = 0; k < BK; k += L::KSTEP) {
-        FragA ah[MT], al[MT];
-        FragB bh[NT], bl[NT];
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            ah[i] = load_a<V>(a_hi, wm * WARP_M + i * 16, k, lane);
-            if constexpr (LO) al[i] = load_a<V>(a_lo, wm * WARP_M + i * 16, k, lane);
-        }
-#pragma unroll
-        for (int j = 0; j < NT; j += 2) {
-            load_b2<V>(bh[j], bh[j + 1], b_hi, k, wn * WARP_N + j * 8, lane);
-            if constexpr (LO) load_b2<V>(bl[j], bl[j + 1], b_lo, k, wn * WARP_N + j * 8, lane);
-        }
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                if constexpr (V == TCEC || V == TF32X3) {
-                    // hi*hi leaves the tensor core after every step: the fp32 sum rounds to nearest.
-                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-                    float p[4];
-                    mma<V>(p, ah[i], bh[j], zero);
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) acc[i][j][e] += p[e];
-                    mma<V>(corr[i][j], al[i], bh[j], corr[i][j]);
-                    mma<V>(corr[i][j], ah[i], bl[j], corr[i][j]);
-                } else {
-                    mma<V>(acc[i][j], ah[i], bh[j], acc[i][j]);
-                    if constexpr (V == MARKIDIS) {
-                        mma<V>(acc[i][j], al[i], bh[j], acc[i][j]);
-                        mma<V>(acc[i][j], ah[i], bl[j], acc[i][j]);
-                    }
-                }
-            }
     }
 }
 
@@ -294,25 +105,131 @@ __device__ __forceinline__ void store2(float v0, float v1, float alpha, float be
     }
 }
 
-// Blocks run in groups of GROUP_M tile-rows, column by column, so that the A panels of a group and the B
-// panel they share stay in L2 while the group sweeps (the plain row-major order streams all of B per row).
-constexpr int GROUP_M = 8;
+// mma's and wgmma's per-lane fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k8", and
+// the same per warp in wgmma's register A and its accumulators): lane = 4g + t holds A at rows g and g+8, B
+// at column g, and D at rows g, g+8 and columns 2t, 2t+1.
 
-template <int V, bool VEC>
-__device__ __forceinline__ void tcec_gemm(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
-                                          const float* __restrict__ B, idx_t ldb, float beta,
-                                          const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    using T = typename Layout<V>::T;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* smem = reinterpret_cast<T*>(smem_raw);
+// ---- 3xTF32 on mma.sync (tcec_tf32) ---------------------------------------------------------------------
+// 8 warps of 64x32 (4x4 m16n8k8 tiles).  Raw fp32 tiles arrive by cp.async in a 2-slot ring; each thread
+// splits the chunks it copied itself into hi/lo tf32 tiles (so no barrier guards the ring), and one barrier a
+// k-tile hands the split buffer to the warps.
+namespace tf32 {
 
-    const idx_t tiles_m = (M + BM - 1) / BM, tiles_n = gridDim.x;   // 64-bit: the grid may hold 2^31 blocks
-    const idx_t pid = blockIdx.y * tiles_n + blockIdx.x, in_group = pid % (GROUP_M * tiles_n);
-    const idx_t first_m = pid / (GROUP_M * tiles_n) * GROUP_M;
-    const idx_t group_m = min(tiles_m - first_m, idx_t(GROUP_M));
-    const int m0 = int((first_m + in_group % group_m) * BM);
-    const int n0 = int(in_group / group_m * BN);
+constexpr int THREADS = 256, WARP_M = 64, WARP_N = 32, MT = WARP_M / 16, NT = WARP_N / 8, KSTEP = 8;
+// Fragments are read as single words: A rows padded to 36 words (lane (g, t) reads bank 4g + t), B rows to
+// 136 (bank 8t + g).
+constexpr int A_PITCH = BK + 4, B_PITCH = BN + 8, RING = 2;
+constexpr int BUFFER = 2 * (BM * A_PITCH + BK * B_PITCH);     // floats: A hi, A lo, B hi, B lo
+constexpr int SLOT = BM * BK + BK * BN;                       // floats: raw A and B
+constexpr int SMEM_BYTES = (2 * BUFFER + RING * SLOT) * 4;
 
+__device__ __forceinline__ float round(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return __uint_as_float(r);
+}
+
+__device__ __forceinline__ void split4(const float4 v, float* hi, float* lo) {
+    const float4 h = make_float4(round(v.x), round(v.y), round(v.z), round(v.w));
+    *reinterpret_cast<float4*>(hi) = h;
+    *reinterpret_cast<float4*>(lo) = make_float4(round(v.x - h.x), round(v.y - h.y), round(v.z - h.z), round(v.w - h.w));
+}
+
+// A 128x32 and B 32x128 as 1024 chunks of 4 floats each, 4 of each per thread; chunk c lands at slot + 4c.
+template <bool VEC>
+__device__ __forceinline__ void copy_tiles(float* slot, const float* __restrict__ A, idx_t lda,
+                                           const float* __restrict__ B, idx_t ldb, int M, int N, int K, int m0,
+                                           int n0, int k0) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        copy4<VEC>(slot + 4 * c, A, lda, m0 + (c >> 3), k0 + (c & 7) * 4, M, K);
+        copy4<VEC>(slot + BM * BK + 4 * c, B, ldb, k0 + (c >> 5), n0 + (c & 31) * 4, K, N);
+    }
+}
+
+__device__ __forceinline__ void split_tiles(const float* slot, float* buf) {
+    float* a_hi = buf;
+    float* a_lo = a_hi + BM * A_PITCH;
+    float* b_hi = a_lo + BM * A_PITCH;
+    float* b_lo = b_hi + BK * B_PITCH;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        const int ar = (c >> 3) * A_PITCH + (c & 7) * 4, br = (c >> 5) * B_PITCH + (c & 31) * 4;
+        split4(*reinterpret_cast<const float4*>(slot + 4 * c), a_hi + ar, a_lo + ar);
+        split4(*reinterpret_cast<const float4*>(slot + BM * BK + 4 * c), b_hi + br, b_lo + br);
+    }
+}
+
+struct FragA { unsigned r[4]; };
+struct FragB { unsigned r[2]; };
+
+__device__ __forceinline__ FragA load_a(const float* a, int row0, int k0, int lane) {
+    const float* p = a + (row0 + (lane >> 2)) * A_PITCH + k0 + (lane & 3);
+    return {{__float_as_uint(p[0]), __float_as_uint(p[8 * A_PITCH]), __float_as_uint(p[4]),
+             __float_as_uint(p[8 * A_PITCH + 4])}};
+}
+
+__device__ __forceinline__ FragB load_b(const float* b, int k0, int col0, int lane) {
+    const float* p = b + (k0 + (lane & 3)) * B_PITCH + col0 + (lane >> 2);
+    return {{__float_as_uint(p[0]), __float_as_uint(p[4 * B_PITCH])}};
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const FragA& a, const FragB& b, const float (&c)[4]) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%11,%12,%13};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[0]), "r"(b.r[1]),
+          "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+// One warp's share of one split k-tile: hi*hi leaves the tensor core after every k8 step (a zero accumulator,
+// then a round-to-nearest FADD); the corrections accumulate in their own tensor-core accumulator.
+__device__ __forceinline__ void multiply_tile(const float* buf, float (&acc)[MT][NT][4], float (&corr)[MT][NT][4],
+                                              int wm, int wn, int lane) {
+    const float* a_hi = buf;
+    const float* a_lo = a_hi + BM * A_PITCH;
+    const float* b_hi = a_lo + BM * A_PITCH;
+    const float* b_lo = b_hi + BK * B_PITCH;
+    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < BK; k += KSTEP) {
+        FragA ah[MT], al[MT];
+        FragB bh[NT], bl[NT];
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            ah[i] = load_a(a_hi, wm * WARP_M + i * 16, k, lane);
+            al[i] = load_a(a_lo, wm * WARP_M + i * 16, k, lane);
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            bh[j] = load_b(b_hi, k, wn * WARP_N + j * 8, lane);
+            bl[j] = load_b(b_lo, k, wn * WARP_N + j * 8, lane);
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                float p[4];
+                mma(p, ah[i], bh[j], zero);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] += p[e];
+                mma(corr[i][j], al[i], bh[j], corr[i][j]);
+                mma(corr[i][j], ah[i], bl[j], corr[i][j]);
+            }
+    }
+}
+
+template <bool VEC>
+__device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
+                                     const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C,
+                                     idx_t ldc, float* __restrict__ D, idx_t ldd) {
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    float* bufs = reinterpret_cast<float*>(smem_raw);
+    float* ring = bufs + 2 * BUFFER;
+    int m0, n0;
+    block_origin(M, m0, n0);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm = warp / (BN / WARP_N), wn = warp % (BN / WARP_N);
 
@@ -324,32 +241,24 @@ __device__ __forceinline__ void tcec_gemm(int M, int N, int K, float alpha, cons
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = corr[i][j][e] = 0.f;
 
-    // The ring runs RING - 1 k-tiles ahead of the split; one commit group per k-tile (empty past the end), so
-    // "tile t + 1 has landed" is always wait_group<RING - 2> right after the commit of iteration t.
-    constexpr int RING = Layout<V>::RING;
-    float* ring = reinterpret_cast<float*>(smem_raw + HILO_BYTES<V>);
+    // The ring runs one k-tile ahead of the split.
     const int k_tiles = (K + BK - 1) / BK;
-#pragma unroll
-    for (int i = 0; i < RING - 1; ++i) {
-        if (i < k_tiles) copy_tiles<VEC>(ring + i * SLOT_FLOATS, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
-        async_copy::commit();
-    }
-    async_copy::wait_group<RING - 2>();
-    split_tiles<V>(ring, smem);
+    copy_tiles<VEC>(ring, A, lda, B, ldb, M, N, K, m0, n0, 0);
+    async_copy::commit();
+    async_copy::wait_group<0>();
+    split_tiles(ring, bufs);
     __syncthreads();
     for (int t = 0; t < k_tiles; ++t) {
-        const int ahead = t + RING - 1;
-        if (ahead < k_tiles)
-            copy_tiles<VEC>(ring + (ahead % RING) * SLOT_FLOATS, A, lda, B, ldb, M, N, K, m0, n0, ahead * BK);
+        const bool more = t + 1 < k_tiles;
+        if (more) copy_tiles<VEC>(ring + ((t + 1) % RING) * SLOT, A, lda, B, ldb, M, N, K, m0, n0, (t + 1) * BK);
         async_copy::commit();
-        multiply_tile<V>(smem + (t & 1) * BUFFER_ELEMS<V>, acc, corr, wm, wn, lane);
-        if (t + 1 < k_tiles) {
-            async_copy::wait_group<RING - 2>();
-            split_tiles<V>(ring + ((t + 1) % RING) * SLOT_FLOATS, smem + ((t + 1) & 1) * BUFFER_ELEMS<V>);
+        multiply_tile(bufs + (t & 1) * BUFFER, acc, corr, wm, wn, lane);
+        if (more) {
+            async_copy::wait_group<0>();
+            split_tiles(ring + ((t + 1) % RING) * SLOT, bufs + ((t + 1) & 1) * BUFFER);
         }
         __syncthreads();   // the next buffer is complete, and nobody still reads this one when it is refilled
     }
-    async_copy::wait_all();
 
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
@@ -359,42 +268,283 @@ __device__ __forceinline__ void tcec_gemm(int M, int N, int K, float alpha, cons
             const int row = m0 + wm * WARP_M + i * 16 + g + 8 * h;
             if (row >= M) continue;
 #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-                if constexpr (V == TCEC) {
-                    v0 += corr[i][j][2 * h] * (1.0f / LO_SCALE);
-                    v1 += corr[i][j][2 * h + 1] * (1.0f / LO_SCALE);
-                } else if constexpr (V == TF32X3) {
-                    v0 += corr[i][j][2 * h];
-                    v1 += corr[i][j][2 * h + 1];
+            for (int j = 0; j < NT; ++j)
+                store2<VEC>(acc[i][j][2 * h] + corr[i][j][2 * h], acc[i][j][2 * h + 1] + corr[i][j][2 * h + 1],
+                            alpha, beta, C, ldc, D, ldd, row, n0 + wn * WARP_N + j * 8 + 2 * tq, N);
+        }
+}
+
+}  // namespace tf32
+
+template <int V, bool VEC>
+__device__ __forceinline__ void tcec_mma_sync(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                              idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
+                                              const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
+    static_assert(V == TF32X3, "the fp16 variants run on wgmma");
+    tf32::gemm<VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
+}
+
+// ---- the wgmma path (fp16 variants) ---------------------------------------------------------------------
+// Hopper's warpgroup MMA reads B straight from shared memory, so per k16 step a warp needs only its own A
+// fragments in registers.  Three warpgroups per block, one role each (warp specialization):
+//   warpgroup 2, the producer: cp.async copies of raw fp32 tiles into a ring of STAGES slots, and the split of
+//     each B tile into hi/lo fp16 core matrices beside it; it hands a slot over on the slot's `full` mbarrier.
+//   warpgroups 0 and 1, the consumers: each owns 64 rows of the 128x128 tile as m64n128 accumulators.  Per
+//     k16 step a warp reads its 16 rows of A as fp32 from the ring and splits them in registers into wgmma's A
+//     fragments (seed 002's WMMAe idea: no hi/lo copy of A ever touches shared memory), then issues hi*hi,
+//     lo*hi and hi*lo; it releases the slot on the slot's `empty` mbarrier once those have completed.
+// So the split of k-tile t+1 and the copies of later tiles overlap the tensor-core work on tile t, and the
+// two consumers' promotion adds overlap each other's wgmmas.
+namespace wg {
+
+constexpr int STAGES = 4;
+constexpr int CONSUMERS = 256, PRODUCERS = 128;
+constexpr int A_PITCH = BK + 4;        // floats: the 8-byte fragment loads of a warp's 8 rows hit distinct banks
+constexpr int A_FLOATS = BM * A_PITCH, B_FLOATS = BK * BN, B_HALVES = BN * BK;
+constexpr int STAGE_BYTES = (A_FLOATS + B_FLOATS) * 4 + 2 * B_HALVES * 2;   // fp32 A, fp32 B, B hi, B lo
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8;           // then the full and empty barriers
+
+// B in wgmma's no-swizzle K-major layout: 8x8 "core matrices" of 8 n-rows by 8 k-values (16 bytes), each
+// 128 contiguous bytes; the 16 core matrices of one k-octet lie side by side along n, then the next octet.
+// So neighbours along N are 128 bytes apart (the descriptor's stride offset) and along K 2048 (its leading
+// offset) (PTX ISA, "Matrix Descriptor Format" and "Shared Memory Matrix Layout").
+constexpr int CORE_BYTES = 128, OCTET_BYTES = (BN / 8) * CORE_BYTES;
+
+__device__ __forceinline__ int b_offset(int n, int k_octet) {    // in halves
+    return (k_octet * (BN / 8) + (n >> 3)) * (CORE_BYTES / 2) + (n & 7) * 8;
+}
+
+__device__ __forceinline__ uint64_t descriptor(const __half* tile) {
+    const uint64_t addr = smem_addr(tile);
+    return ((addr & 0x3FFFF) >> 4) | (uint64_t(OCTET_BYTES >> 4) << 16) | (uint64_t(CORE_BYTES >> 4) << 32);
+}
+
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// Registers an in-flight wgmma reads or writes must stay where they are until its wait: this empty asm
+// "modifies" them after the wait, so the compiler can neither reuse nor move them before it.
+template <int N>
+__device__ __forceinline__ void hold(float (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+__device__ __forceinline__ void hold(unsigned (&r)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+
+// d (+)= a b: m64n128k16, fp16 inputs, fp32 accumulators; a from registers (mma.m16n8k16's A layout, warp w
+// of the warpgroup holding rows 16w .. 16w+15), b K-major in shared memory.  accumulate == 0 ignores d.
+__device__ __forceinline__ void mma(float (&d)[64], const unsigned (&a)[4], uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %68, 0;\n"
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %69, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(accumulate), "l"(b));
+}
+
+__device__ __forceinline__ unsigned half2_bits(__half2 h) { return *reinterpret_cast<const unsigned*>(&h); }
+
+// Two neighbouring fp32 values -> their hi and lo halves, packed as wgmma's 32-bit fragment registers.
+template <int V>
+__device__ __forceinline__ void split2(float2 x, unsigned& hi, unsigned& lo) {
+    const __half2 h = __floats2half2_rn(x.x, x.y);
+    hi = half2_bits(h);
+    const float2 f = __half22float2(h);
+    const float s = V == TCEC ? LO_SCALE : 1.0f;
+    lo = half2_bits(__floats2half2_rn((x.x - f.x) * s, (x.y - f.y) * s));
+}
+
+// Eight fp32 values down one column of a ring slot's B tile (k = 8 octet .. 8 octet + 7) -> one 16-byte row of
+// a hi and of a lo core matrix.
+template <int V>
+__device__ __forceinline__ void split8(const float* col, __half* hi, __half* lo) {
+    uint4 h, l;
+    split2<V>(make_float2(col[0], col[BN]), h.x, l.x);
+    split2<V>(make_float2(col[2 * BN], col[3 * BN]), h.y, l.y);
+    split2<V>(make_float2(col[4 * BN], col[5 * BN]), h.z, l.z);
+    split2<V>(make_float2(col[6 * BN], col[7 * BN]), h.w, l.w);
+    *reinterpret_cast<uint4*>(hi) = h;
+    if (V != NOCORR) *reinterpret_cast<uint4*>(lo) = l;
+}
+
+struct Slot {
+    float* a;        // BM x A_PITCH fp32
+    float* b;        // BK x BN fp32
+    __half* b_hi;    // core matrices
+    __half* b_lo;
+    __device__ __forceinline__ explicit Slot(unsigned char* base)
+        : a(reinterpret_cast<float*>(base)), b(a + A_FLOATS), b_hi(reinterpret_cast<__half*>(b + B_FLOATS)),
+          b_lo(b_hi + B_HALVES) {}
+};
+
+// The producer's copies of one k-tile (A 128x32 and B 32x128, 1024 chunks of 4 floats each, 8 per thread).
+template <bool VEC>
+__device__ __forceinline__ void copy_tile(const Slot& sl, int p, const float* __restrict__ A, idx_t lda,
+                                          const float* __restrict__ B, idx_t ldb, int M, int N, int K, int m0, int n0,
+                                          int k0) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int c = p + i * PRODUCERS;
+        copy4<VEC>(sl.a + (c >> 3) * A_PITCH + (c & 7) * 4, A, lda, m0 + (c >> 3), k0 + (c & 7) * 4, M, K);
+        copy4<VEC>(sl.b + 4 * c, B, ldb, k0 + (c >> 5), n0 + (c & 31) * 4, K, N);
+    }
+}
+
+__device__ __forceinline__ void producers_sync() { asm volatile("bar.sync 1, %0;\n" :: "n"(PRODUCERS) : "memory"); }
+
+}  // namespace wg
+
+template <int V, bool VEC>
+__device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
+                                           const float* __restrict__ B, idx_t ldb, float beta,
+                                           const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
+    using namespace wg;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + STAGES * STAGE_BYTES);
+    uint64_t* empty = full + STAGES;
+    int m0, n0;
+    block_origin(M, m0, n0);
+    const int k_tiles = (K + BK - 1) / BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            async_copy::mbar_init(&full[s], PRODUCERS);
+            async_copy::mbar_init(&empty[s], CONSUMERS);
+        }
+    }
+    __syncthreads();
+
+    if (threadIdx.x >= CONSUMERS) {
+        // ---- producer ----
+        // The block starts with 384 x 168 registers (the launch bound's cap); the consumers' setmaxnreg.inc
+        // waits until the pool can pay for it, so 128 x 72 + 256 x 216 must not exceed 64512.
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n");
+        const int p = threadIdx.x - CONSUMERS;
+#pragma unroll
+        for (int i = 0; i < STAGES - 1; ++i) {
+            if (i < k_tiles)
+                copy_tile<VEC>(Slot(smem_raw + i * STAGE_BYTES), p, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
+            async_copy::commit();
+        }
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            const Slot sl(smem_raw + s * STAGE_BYTES);
+            async_copy::wait_group<STAGES - 2>();   // this thread's copies of tile t have landed
+            producers_sync();                        // ... and every producer's
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {            // 512 tasks: a column and a k-octet of B each
+                const int q = p + j * PRODUCERS, n = q & (BN - 1), octet = q / BN;
+                split8<V>(sl.b + 8 * octet * BN + n, sl.b_hi + b_offset(n, octet), sl.b_lo + b_offset(n, octet));
+            }
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // st.shared -> wgmma's reads
+            async_copy::mbar_arrive(&full[s]);
+            // Refill the slot of tile t - 1 with tile t + STAGES - 1 once both consumers are done with it.
+            const int u = t + STAGES - 1;
+            if (u < k_tiles) {
+                if (t >= 1) async_copy::mbar_wait(&empty[(t - 1) % STAGES], ((t - 1) / STAGES) & 1);
+                copy_tile<VEC>(Slot(smem_raw + (u % STAGES) * STAGE_BYTES), p, A, lda, B, ldb, M, N, K, m0, n0,
+                               u * BK);
+            }
+            async_copy::commit();
+        }
+        async_copy::wait_all();
+        return;
+    }
+
+    // ---- consumers ----
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
+    const int lane = threadIdx.x & 31, group = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, tq = lane & 3;
+    const int a_row = group * 64 + warp * 16 + g;     // and a_row + 8
+
+    float acc[64], chunk[64], corr[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = chunk[i] = corr[i] = 0.f;
+
+    for (int t = 0; t < k_tiles; ++t) {
+        const int s = t % STAGES;
+        const Slot sl(smem_raw + s * STAGE_BYTES);
+        async_copy::mbar_wait(&full[s], (t / STAGES) & 1);
+        // A fragments straight from fp32: registers a0..a3 hold rows (g, g+8) x k (2tq, 2tq+8) pairs.
+        unsigned ah[2][4], al[2][4];
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const float* r0 = sl.a + a_row * A_PITCH + 16 * k + 2 * tq;
+            const float* r8 = r0 + 8 * A_PITCH;
+            split2<V>(*reinterpret_cast<const float2*>(r0), ah[k][0], al[k][0]);
+            split2<V>(*reinterpret_cast<const float2*>(r8), ah[k][1], al[k][1]);
+            split2<V>(*reinterpret_cast<const float2*>(r0 + 8), ah[k][2], al[k][2]);
+            split2<V>(*reinterpret_cast<const float2*>(r8 + 8), ah[k][3], al[k][3]);
+        }
+        fence();
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const uint64_t bh = descriptor(sl.b_hi + k * OCTET_BYTES), bl = descriptor(sl.b_lo + k * OCTET_BYTES);
+            if constexpr (V == TCEC) {
+                mma(chunk, ah[k], bh, k);      // hi*hi of this k-tile alone: it leaves the tensor core below
+                mma(corr, al[k], bh, 1);
+                mma(corr, ah[k], bl, 1);
+            } else {
+                mma(acc, ah[k], bh, 1);
+                if constexpr (V == MARKIDIS) {
+                    mma(acc, al[k], bh, 1);
+                    mma(acc, ah[k], bl, 1);
                 }
-                store2<VEC>(v0, v1, alpha, beta, C, ldc, D, ldd, row, n0 + wn * WARP_N + j * 8 + 2 * tq, N);
             }
         }
+        commit();
+        wait<0>();
+        hold(acc), hold(chunk), hold(corr), hold(ah[0]), hold(ah[1]), hold(al[0]), hold(al[1]);
+        async_copy::mbar_arrive(&empty[s]);
+        if constexpr (V == TCEC) {
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
+        }
+    }
+
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = m0 + a_row + 8 * h;
+        if (row >= M) continue;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+            float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+            if constexpr (V == TCEC) {
+                v0 += corr[4 * j + 2 * h] * (1.0f / LO_SCALE);
+                v1 += corr[4 * j + 2 * h + 1] * (1.0f / LO_SCALE);
+            }
+            store2<VEC>(v0, v1, alpha, beta, C, ldc, D, ldd, row, n0 + 8 * j + 2 * tq, N);
+        }
+    }
 }
 
 }  // namespace
 
-// One block of 256 threads per 128x128 tile; dynamic shared memory SMEM_BYTES<V> (study/registry.py).  grid.z
+// One block per 128x128 tile (study/registry.py gives its threads and dynamic shared memory).  grid.z
 // walks a batch of independent GEMMs whose operands lie batch_* elements apart (0 for a single GEMM): seed
 // 002's Figure 8 times 256 products in one launch.
-#define TCEC_ENTRY(NAME, V, VEC)                                                                              \
-    extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                 \
+#define TCEC_ENTRY(NAME, V, VEC, BLOCK_THREADS, BODY)                                                        \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)                                           \
     NAME(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,                           \
          const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,         \
          float* __restrict__ D, idx_t ldd, idx_t batch_a, idx_t batch_b, idx_t batch_c, idx_t batch_d) {    \
         const idx_t z = blockIdx.z;                                                                          \
-        tcec_gemm<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, B + z * batch_b, ldb, beta, C + z * batch_c, \
-                          ldc, D + z * batch_d, ldd);                                                        \
+        BODY<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, B + z * batch_b, ldb, beta, C + z * batch_c, ldc, \
+                     D + z * batch_d, ldd);                                                                  \
     }
 
-TCEC_ENTRY(tcec_fp16, TCEC, true)
-TCEC_ENTRY(tcec_fp16_unaligned, TCEC, false)
-TCEC_ENTRY(tcec_markidis, MARKIDIS, true)
-TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false)
-TCEC_ENTRY(tcec_nocorr, NOCORR, true)
-TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false)
-TCEC_ENTRY(tcec_tf32, TF32X3, true)
-TCEC_ENTRY(tcec_tf32_unaligned, TF32X3, false)
+// fp16 variants: 384 threads (2 consumer warpgroups + 1 producer), wg::SMEM_BYTES of dynamic shared memory.
+TCEC_ENTRY(tcec_fp16, TCEC, true, 384, tcec_wgmma)
+TCEC_ENTRY(tcec_fp16_unaligned, TCEC, false, 384, tcec_wgmma)
+TCEC_ENTRY(tcec_markidis, MARKIDIS, true, 384, tcec_wgmma)
+TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false, 384, tcec_wgmma)
+TCEC_ENTRY(tcec_nocorr, NOCORR, true, 384, tcec_wgmma)
+TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false, 384, tcec_wgmma)
+// 3xTF32: 256 threads on the mma.sync path, tf32::SMEM_BYTES.
+TCEC_ENTRY(tcec_tf32, TF32X3, true, 256, tcec_mma_sync)
+TCEC_ENTRY(tcec_tf32_unaligned, TF32X3, false, 256, tcec_mma_sync)
 
-static_assert(SMEM_BYTES<TCEC> == 206848 && SMEM_BYTES<TF32X3> == 208896, "keep TCEC_SMEM in study/registry.py in step");
+static_assert(wg::SMEM_BYTES == 204864 && tf32::SMEM_BYTES == 208896, "keep TCEC_SMEM in study/registry.py in step");

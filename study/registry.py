@@ -278,20 +278,21 @@ TCEC_VARIANTS = {
     "-nocorr": ("fp16-inputs", "tcec_nocorr", "gemm_nocorr"),            # hi only: fp16-rounded inputs
     "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                       # 3xTF32 split: fp32's exponent range
 }
-# cuda_kernels/14_tcec.cu: 128x128 tiles, 8 warps, BK 32; two shared-memory buffers of hi and lo tiles
-# (fp16: A 128x(32+8), B 32x(128+8) halves; tf32: A 128x(32+4), B 32x(128+8) floats) and a cp.async ring of
-# raw fp32 tiles (4 slots for fp16, 2 for tf32), as its SMEM_BYTES.
-TCEC_SMEM = {"fp16": 2 * 2 * (128 * 40 + 32 * 136) * 2 + 4 * 2 * 128 * 32 * 4,
-             "tf32": 2 * 2 * (128 * 36 + 32 * 136) * 4 + 2 * 2 * 128 * 32 * 4}
+# cuda_kernels/14_tcec.cu: 128x128 tiles, BK 32.  fp16 variants (wgmma, wg::SMEM_BYTES): 384 threads, 4 stages
+# of fp32 A (128x36), fp32 B (32x128) and B hi/lo (2x 128x32 halves), then 8 mbarriers.  tf32 (mma.sync,
+# SMEM_BYTES<TF32X3>): 256 threads, two buffers of hi/lo tiles (A 128x36, B 32x136 floats) and 2 ring slots.
+TCEC_SMEM = {"fp16": 4 * ((128 * 36 + 32 * 128) * 4 + 2 * 128 * 32 * 2) + 2 * 4 * 8,
+             "tf32": 2 * 2 * (128 * 36 + 32 * 136) * 4 + 2 * (128 * 32 + 32 * 128) * 4}
+TCEC_THREADS = {"fp16": 384, "tf32": 256}
 
 
 def _tcec_stage() -> list[Impl]:
     s = stage("14")
     impls = []
     for suffix, (precision, entry, fn) in TCEC_VARIANTS.items():
-        smem = TCEC_SMEM["tf32" if precision == "tf32x3" else "fp16"]
-        cuda = CudaBatchedLaunch(f"{s.key}.cu", entry, (256, 1, 1), (128, 128), dynamic_smem=smem,
-                                 unaligned_entry=f"{entry}_unaligned")
+        path = "tf32" if precision == "tf32x3" else "fp16"
+        cuda = CudaBatchedLaunch(f"{s.key}.cu", entry, (TCEC_THREADS[path], 1, 1), (128, 128),
+                                 dynamic_smem=TCEC_SMEM[path], unaligned_entry=f"{entry}_unaligned")
         dtypes = {"fp32": precision}
         title = f"{s.title} ({precision})"
         impls += [

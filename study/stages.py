@@ -95,7 +95,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "14", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",
-        "seed 002 (Ootomo & Yokota 2022, eqs. 4-6)",
+        "seed 002 (Ootomo & Yokota 2022, section 4.4, eqs. (6)-(7))",
         "Each fp32 operand is split into an fp16 high part and a scaled fp16 low part; three fp16 tensor-core "
         "products (hi*hi, lo*hi, hi*lo) rebuild the fp32 product, and hi*hi is summed outside the tensor cores "
         "in round-to-nearest fp32.  Variants show what the correction and the rounding buy.",

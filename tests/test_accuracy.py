@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -63,11 +64,12 @@ def test_unknown_distribution_is_refused():
 # --- metrics -------------------------------------------------------------------------------------------
 
 def test_max_relerr_is_the_largest_elementwise_ratio():
-    d = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    d = torch.tensor([[1.5, 2.0], [3.0, -4.0]])
     ref = torch.tensor([[1.0, 2.5], [3.0, -4.0]], dtype=torch.float64)
     e = errors(d, ref)
-    assert e["max_relerr"] == pytest.approx(2.0)             # |4 - (-4)| / 4
-    assert e["relerr"] == pytest.approx(math.sqrt(0.25 + 64) / math.sqrt(1 + 6.25 + 9 + 16))
+    # per element: 0.5 / 1 and 0.5 / 2.5, so 0.5 (normalising by the largest |R| would give 0.125)
+    assert e["max_relerr"] == pytest.approx(0.5)
+    assert e["relerr"] == pytest.approx(math.sqrt(0.25 + 0.25) / math.sqrt(1 + 6.25 + 9 + 16))
     assert e["nonfinite"] == 0
 
 
@@ -139,6 +141,42 @@ def test_methods_are_stage_14_and_the_baselines_plus_cublas_fp16():
     assert all(m.stage in ("14", "baseline") for m in methods)
     fig8 = accuracy.fig8_impls(study.implementations(), {"cuda"})
     assert fig8 and all(i.backend == "cuda" and i.stage_label == "14" for i in fig8)
+
+
+def test_fig8_rows_time_check_and_label_each_launch(monkeypatch):
+    """Figure 8's loop on the CPU, with the CUDA-event timer replaced by a fixed 2 ms: every row is checked
+    over the whole batch, says how it was launched, and is normalised by the cuBLAS row timed before it."""
+    from study import timing
+    monkeypatch.setattr(timing, "L2Flusher", lambda device: (lambda: None))
+    monkeypatch.setattr(timing, "ClockSampler", lambda device: None)
+    calls = []
+
+    def fixed_bench(fn, flush, clock, budget_ms, min_reps, max_reps):
+        calls.append(fn())
+        return timing.Timing(2.0, 1.9, 2.1, 3, None)
+
+    monkeypatch.setattr(timing, "bench", fixed_bench)
+
+    def rounded(a, b):
+        return torch.bmm(a.half().float(), b.half().float())
+
+    def broken(a, b):
+        raise ValueError("cuda:14_tcec-markidis: no batched path")
+
+    impls = [SimpleNamespace(name="cuda:14_tcec", backend="cuda", stage_label="14", precision=lambda d: "fp16x3-tcec",
+                             launch=SimpleNamespace(batched=None), batched=rounded),
+             SimpleNamespace(name="cuda:14_tcec-markidis", backend="cuda", stage_label="14",
+                             precision=lambda d: "fp16x3-markidis", launch=SimpleNamespace(), batched=broken)]
+    rows = list(accuracy.fig8_rows(impls, [32, 64], CPU, {"gpu": "cpu", "commit": "x"}, 10.0, batch=5, mn=16,
+                                   chunk=2, seed=7))
+    assert [(r["method"], r["launch"], r["K"]) for r in rows] == [
+        ("cublas:bmm", "torch.bmm", 32), ("cuda:14_tcec", "batched", 32), ("cuda:14_tcec-markidis", "loop", 32),
+        ("cublas:bmm", "torch.bmm", 64), ("cuda:14_tcec", "batched", 64), ("cuda:14_tcec-markidis", "loop", 64)]
+    assert all(set(r) == set(accuracy.FIG8_COLUMNS) for r in rows)
+    assert rows[0]["tflops"] == pytest.approx(5 * 2 * 16 * 16 * 32 / 2e9) and rows[1]["x_sgemm"] == pytest.approx(1.0)
+    assert rows[0]["max_relerr"] < 1e-5 < rows[1]["max_relerr"] < 1e-2      # fp32 vs fp16-rounded inputs
+    assert rows[2]["error"].startswith("ValueError") and rows[2]["tflops"] == ""
+    assert calls[0].shape == (5, 16, 16)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")

@@ -5,7 +5,7 @@
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick)
 #   STUDY_STEPS="build test sweep accuracy ncu" selects steps (default: build test sweep accuracy; accuracy
-#   writes reports/accuracy.csv and reports/fig8.csv, about 1-2 minutes on an H100; ncu profiles the fp32
+#   writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100; ncu profiles the fp32
 #   ladder at 4096^3 into reports/ncu_ladder.csv)
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence

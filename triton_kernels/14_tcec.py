@@ -1,63 +1,71 @@
 """Stage 14 (Triton) - TCEC: fp32 GEMM on fp16 tensor cores with error correction.
 
 Technique:  each fp32 input x is split in registers into two fp16 numbers, hi = fp16(x) and
-            lo = fp16((x - hi) * 2^11), so that x = hi + lo / 2^11 to about 22 bits.  D = A @ B is then
-            three fp16 tensor-core products, hi_A hi_B + (lo_A hi_B + hi_A lo_B) / 2^11, with lo_A lo_B
-            (2^-22 of the result) dropped.  The tensor cores' own accumulation rounds toward zero, so a long
-            K run summed inside them loses a bit per step and drifts (relerr ~5e-6 at 4096^3, 4x cuBLAS
-            SGEMM's).  So each k-tile (BLOCK_K = 32..64, 2-4 k16 steps) is a fresh tensor-core chunk - the
-            two corrections first, scaled by the exact 2^-11, then hi·hi on top - and the chunk is added
-            into the fp32 accumulator with a round-to-nearest fp32 add on the CUDA cores (DeepGEMM-style
-            promotion).  gemm_markidis, gemm_nocorr and gemm_tf32 are the same kernel with another split.
-Reproduces: seed 002 (Ootomo & Yokota, WMMAe-TCEC), section 4.4: its eqs. (6)-(7) - the split with the 2^11
-            scale that keeps lo out of fp16 subnormals, the product without lo·lo, and the accumulation
-            kept out of the tensor cores' round-toward-zero (the paper's "avoiding the rounding inside
-            Tensor Cores, RZ").  Markidis et al. 2018 (lo unscaled, everything in one tensor-core
-            accumulator) is gemm_markidis, the method the paper improves on.
-Changed:    the ladder up to stage 09 was fp32 FMAs on the CUDA cores.  Now the multiplies run on the
-            tensor cores (wgmma on sm_90), in three fp16 products per k-tile, and the CUDA cores only split
-            the operands and promote the chunks.
-Why faster: fp16 wgmma issues ~15x the multiply-adds per clock of fp32 FMA, so even three products with the
-            split and the promotion on the CUDA cores beat SGEMM's ceiling.  Prediction was >= 2x cuBLAS.
-            Measured (H100 SXM, 4096^3, this file's kernel timed config by config; cuBLAS SGEMM 52.0
-            TFLOP/s, relerr 1.15e-6): 134 TFLOP/s (2.6x cuBLAS) at relerr 2.0e-7, six times more accurate
-            than SGEMM itself.  Markidis 141 TFLOP/s at 1.45e-5; fp16 inputs alone 243 at 2.9e-4;
-            3xTF32 72 (1.4x) at 2.4e-7.
+            lo = fp16((x - hi) * 2^11), so that x = hi + lo / 2^11 to about 22 bits.  D = A @ B becomes
+            three fp16 tensor-core products, hi_A hi_B + (lo_A hi_B + hi_A lo_B) / 2^11; lo_A lo_B (2^-22
+            of the result) is dropped.  The tensor cores' own accumulation rounds toward zero, so a long K
+            run summed inside them drifts (relerr 4.9e-6 at 4096^3, 4x cuBLAS SGEMM's).  So each k-tile
+            (BLOCK_K = 32 or 64, 2-4 k16 steps) is one chunk in a fresh tensor-core accumulator - the two
+            corrections first, scaled by the exact 2^-11, then hi·hi on top - and the chunk is added into
+            the fp32 accumulator with a round-to-nearest add on the CUDA cores (DeepGEMM-style promotion).
+            gemm_markidis, gemm_nocorr and gemm_tf32 are the same kernel with another split (SPLIT).
+Reproduces: seed 002 (Ootomo & Yokota, WMMAe-TCEC), section 4.4, eqs. (6)-(7): the split with the 2^11
+            scale that keeps lo out of fp16 subnormals, the product without lo·lo, and the sum kept out of
+            the tensor cores' RZ ("avoiding the rounding inside Tensor Cores").  gemm_markidis is the method
+            it improves on (Markidis et al. 2018: lo unscaled, all three products in one tensor-core
+            accumulator); gemm_nocorr is hi alone; gemm_tf32 our own 3xTF32.
+Changed:    stages 01-09 were fp32 FMAs on the CUDA cores.  Now the multiplies run on the tensor cores
+            (wgmma, sm_90), three fp16 products per k-tile; the CUDA cores split the operands and promote.
+Why faster: fp16 wgmma retires ~15x the multiply-adds per clock of fp32 FMA, so three products plus the
+            split and the promotion still clear SGEMM's ceiling.  Predicted >= 2x cuBLAS at SGEMM's error.
+            Measured on an H100 SXM (tools/tcec_triton_probe.py: each config launched directly, do_bench
+            median, randn inputs, relerr against float64):
 
-What the compiler made of it (Triton 3.6, sm_90, compiled offline with 16-byte aligned operands; a
-128x128x64 tile, 8 warps = 2 warpgroups, one per 64 rows):
-* The A tile is split in registers and fed to wgmma from registers (the RS form); the B tile is staged as
-  fp32 in shared memory by cp.async (16-byte copies), read back, split, and written as two fp16 tiles to a
-  128-byte-swizzled buffer that wgmma reads.  Per k-tile each warpgroup issues 12
-  wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: 4 for lo_A hi_B into a fresh accumulator (scale-d
-  off), 4 for hi_A lo_B, 4 for hi_A hi_B, each product closed by wgmma.wait_group 0.  Between them the
-  chunk is scaled (64 mul.f32 by 2^-11, exact); after the last wait come the 64 add.f32 (round to nearest)
-  into the fp32 accumulator: the promotion lands on the CUDA cores, outside every wgmma.
-* Why not `acc += tl.dot(a, b)`: Triton's combine pass rewrites add(dot(a, b, 0), acc) into
-  dot(a, b, acc), which puts the sum back inside the tensor core (measured: the same 4.9e-6 as one
-  accumulator).  Here the chunk's dot starts from the scaled corrections, not from a zero, so the pattern
-  does not match and the add stays an add.  No inline asm and no wait beyond the ones Triton inserts.
-* Every dot waits (wait_group 0) before the next: a B operand written to shared memory inside the loop is
-  not multi-buffered, so Triton will not leave its wgmma in flight.  The two warpgroups and the cp.async
-  prefetch overlap what is left.
-* 3xTF32 (gemm_tf32) computes the transposed product D^T = B^T A^T: TF32 wgmma needs both shared-memory
-  operands K-major, and B is N-contiguous in memory.  Written straight (hi_A from registers, B split into
-  shared memory), Triton stored B's splits transposed with bank conflicts: 36 TFLOP/s, the same as
-  Triton's own input_precision="tf32x3".  Transposed, the split A tile (K-contiguous) is the shared
-  operand and B^T the register one: 72 TFLOP/s.  wgmma.mma_async...m64n128k8.f32.tf32.tf32, 12 per k-tile
-  of 32.
-* Registers and spills per config are listed beside the config lists below.
-Ragged edges: masked loads give zeros outside M, N and K (zeros split into zeros, so the padding adds
-            nothing); masked stores; beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
+              M=N=K  cuBLAS SGEMM       tcec (128x128x64)      markidis           fp16 hi only       3xTF32
+              4096   51.7 TF, 1.15e-6   133.8 TF 2.59x 2.0e-7  140.0 TF 1.45e-5   267.2 TF 2.9e-4    72.9 TF 2.4e-7
+              8192   48.5 TF, 1.62e-6   125.1 TF 2.58x 2.5e-7  136.6 TF 2.89e-5   258.3 TF 2.9e-4    72.6 TF 3.2e-7
+
+            TCEC is 2.6x cuBLAS SGEMM and 6-7x more accurate than it.  Markidis is as fast but 60-120x
+            less accurate: its unscaled lo loses bits in fp16 subnormals and its sum truncates.
+
+What the compiler made of it (Triton 3.6, sm_90, compiled offline with 16-byte aligned operands; 128x128x64
+tile, 8 warps = 2 warpgroups of 64 rows each):
+* A's fp32 tile is read from the cp.async ring (16-byte copies) straight into wgmma's register-operand
+  layout and split there; B's is read back, split, and its hi and lo written as fp16 to a 128-byte-swizzled
+  buffer that wgmma reads from shared memory.  Per k-tile each warpgroup issues 12
+  wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: 4 for lo_A hi_B (the first with scale-d = 0: a
+  fresh accumulator), 4 for hi_A lo_B, then 64 mul.f32 by 2^-11 (0f3A000000, exact), 4 for hi_A hi_B,
+  each product closed by wgmma.wait_group 0; then 64 add.f32 (round to nearest) into the fp32 accumulator.
+  The promotion is on the CUDA cores, outside every wgmma.
+* Why not `acc += tl.dot(a, b)`: Triton's combine pass rewrites add(dot(a, b, 0), acc) into dot(a, b, acc)
+  and the sum goes back inside the tensor core (a prototype measured exactly the one-accumulator 4.9e-6).  Here the
+  chunk's last dot starts from the scaled corrections, not from zero, so the pattern does not match and the
+  add stays an add - no inline asm, and no wait beyond those Triton inserts anyway.
+* Every product waits (wait_group 0) before the next: a B operand written to shared memory inside the loop
+  is not multi-buffered, so Triton will not leave its wgmma in flight (the plain fp16 product in gemm_nocorr
+  waits too).  Two warpgroups and the cp.async prefetch overlap what they can.
+* Tried and dropped: the corrections in their own loop-carried accumulator (three 64-register tiles: 253
+  registers at BLOCK_K 32, 125 TFLOP/s; spills at 64); both corrections as one dot over a 2*BLOCK_K
+  concatenation (one wait fewer, but the join/reshape shuffles cost more: 48-56); 128x128x128 (spills, 103).
+* 3xTF32 (gemm_tf32) computes D^T = B^T A^T: TF32 wgmma wants both shared-memory operands K-major and B
+  is N-contiguous.  Written straight, Triton wrote B's splits transposed with bank conflicts: 36 TFLOP/s,
+  as fast as Triton's own input_precision="tf32x3".  Transposed, A's split (K-contiguous) is the shared
+  operand and B^T comes from registers (B is staged with 4-byte cp.async, transposed): 72-73.
+  wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32, 12 per k-tile of 32, the same waits and 64 add.f32.
+  Rounding to TF32 is integer code (add, and.b32 0xFFFFE000), bit-exact with cvt.rna.tf32.f32.
+* Registers and spills per config are beside the config lists below.  With odd views (no 16-byte
+  alignment) the copies are 4-byte and most configs sit at 255 registers with up to ~300 B of spills:
+  correct, slower.  The autotuner caches per (M, N, K, SPLIT), not per alignment.
+Ragged edges: masked loads give zeros outside M, N and K (zeros split into zeros, so padding adds nothing);
+            masked stores; beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
 Input range: the fp16 splits need |x| <= 65504: beyond it hi is inf and D gets inf or NaN, never a finite
-            wrong number.  Below fp16's normal range (|x| < 2^-14 for hi, about 2^-25 for lo) bits are lost
-            gradually, as the paper notes: scale such data first.  The TF32 split keeps fp32's exponent
-            range (only |x| within 2^-12 of FLT_MAX rounds up to inf).
-Against the CUDA stage (cuda_kernels/14_tcec.cu): that one uses mma.sync m16n8k16 with ldmatrix, 128x128
-tiles, and promotes after every k16 step; here wgmma (Hopper's warpgroup MMA) does 64 rows per warpgroup,
-and the promotion interval is a whole k-tile (32-64 k) because Triton exposes no finer handle on the MMA
-chain.  The measured error is no worse for it: four truncated k16 steps per chunk cost far less than the
-RN adds into the fp32 accumulator.
+            wrong number.  Below |x| ~ 2^-12 bits go gradually (lo's fp16 subnormals put a floor of ~2^-36
+            under the split's absolute error; Markidis' unscaled lo, 2^-25): scale such data first.  The TF32 split keeps fp32's range (only |x| within 2^-12 of FLT_MAX
+            rounds up to inf).
+Against the CUDA stage (cuda_kernels/14_tcec.cu: mma.sync m16n8k16 with ldmatrix, 128x128 tiles, promotion
+after every k16 step): here wgmma computes 64 rows per warpgroup from a register A and a shared B, and the
+promotion interval is a whole k-tile (32-64 k) - Triton gives no handle on the MMA chain below one tl.dot.
+It costs no accuracy that shows: 2-4 truncated k16 steps per chunk are small beside the RN adds into acc.
 """
 from __future__ import annotations
 
@@ -74,24 +82,26 @@ def _config(bm, bn, bk, warps, stages):
                          num_warps=warps, num_stages=stages)
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).  Offline sm_90 compile of gemm_tcec, 16-byte aligned operands:
-# registers, spills, shared memory.  Three 128x128 fp32 tiles (acc, chunk, scratch) leave no room for
-# 128x256 tiles without spills.
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages), shared by tcec, markidis and nocorr.  Registers for tcec /
+# markidis / nocorr (16-byte aligned, beta == 0; the H100 run reported the same), none spilling; shared
+# memory; TFLOP/s at 4096^3 on an H100, same order.  acc and the chunk, two 128x128 fp32 tiles, already
+# take 128 registers per thread at 8 warps: 128x256 would spill.
 FP16_CONFIGS = [
-    _config(128, 128, 64, 8, 3),   # 235 regs, no spills, 160 KB: the fastest at 4096^3
-    _config(128, 128, 32, 8, 3),   # 193 regs, no spills, 80 KB
-    _config(64, 128, 32, 4, 3),    # 178 regs, no spills, 64 KB: twice the programs for small outputs
+    _config(128, 128, 64, 8, 3),   # 235 / 217 / 181 regs, 160 KB; 134 / 139 / 244
+    _config(128, 128, 32, 8, 3),   # 193 / 148 / 128 regs, 80 KB;  120 / 140 / 267
+    _config(64, 128, 32, 4, 3),    # 178 / 158 / 129 regs, 64 KB;  103 / 123 / 183: small outputs
 ]
-# gemm_tf32 (transposed product, fp32 tiles: twice the shared memory per k of the fp16 splits).
+# gemm_tf32 (the transposed product; its splits are fp32, twice the bytes per k of the fp16 ones).
 TF32_CONFIGS = [
-    _config(128, 128, 32, 8, 3),   # 216 regs, no spills, 96 KB
-    _config(128, 128, 32, 8, 4),   # 216 regs, no spills, 128 KB
-    _config(128, 128, 16, 8, 4),   # 199 regs, no spills, 72 KB
+    _config(128, 128, 32, 8, 3),   # 216 regs, no spills, 96 KB; 72.9 TFLOP/s
+    _config(128, 128, 32, 8, 4),   # 216 regs, no spills, 128 KB; 72.4
+    _config(128, 128, 16, 8, 4),   # 199 regs, no spills, 64 KB; 69.1
 ]
 # The interpreter (CPU tests) cannot benchmark, so it runs one small config (tl.dot needs dims >= 16).
 INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=4)
 
-SCALE = tl.constexpr(2048.0)   # 2^11: lo = (x - hi) * 2^11 starts where fp16's normal range does for |x| near 1
+# 2^11: |x - hi| <= 2^-11 |x|, so the scaled lo has about x's magnitude and stays a normal fp16 number.
+SCALE = tl.constexpr(2048.0)
 
 
 @triton.jit
@@ -152,8 +162,8 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         if SPLIT == "nocorr":
             acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc, out_dtype=tl.float32)
         elif SPLIT == "markidis":
-            # Markidis et al.: lo unscaled (it falls into fp16 subnormals once |x| < 2^-3) and every product
-            # summed inside the tensor cores' truncating accumulator.
+            # Markidis et al.: lo unscaled (it falls into fp16 subnormals once |x| is below about 2^-2) and
+            # every product summed inside the tensor cores' truncating accumulator.
             a_hi, a_lo = _split_fp16(a, 1.0)
             b_hi, b_lo = _split_fp16(b, 1.0)
             acc = tl.dot(a_hi, b_hi, acc, out_dtype=tl.float32)
