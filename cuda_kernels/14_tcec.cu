@@ -286,23 +286,23 @@ __device__ __forceinline__ void tcec_mma_sync(int M, int N, int K, float alpha, 
 
 // ---- the wgmma path (fp16 variants) ---------------------------------------------------------------------
 // Hopper's warpgroup MMA reads B straight from shared memory, so per k16 step a warp needs only its own A
-// fragments in registers.  Three warpgroups per block, one role each (warp specialization):
-//   warpgroup 2, the producer: cp.async copies of raw fp32 tiles into a ring of STAGES slots, and the split of
-//     each B tile into hi/lo fp16 core matrices beside it; it hands a slot over on the slot's `full` mbarrier.
-//   warpgroups 0 and 1, the consumers: each owns 64 rows of the 128x128 tile as m64n128 accumulators.  Per
-//     k16 step a warp reads its 16 rows of A as fp32 from the ring and splits them in registers into wgmma's A
-//     fragments (seed 002's WMMAe idea: no hi/lo copy of A ever touches shared memory), then issues hi*hi,
-//     lo*hi and hi*lo; it releases the slot on the slot's `empty` mbarrier once those have completed.
-// So the split of k-tile t+1 and the copies of later tiles overlap the tensor-core work on tile t, and the
-// two consumers' promotion adds overlap each other's wgmmas.
+// fragments in registers.  Two warpgroups; warpgroup w owns rows 64w .. 64w+63 of the 128x128 tile as m64n128
+// accumulators.  Every warp copies, with cp.async into a 4-slot ring, exactly the fp32 data it splits itself:
+// its 16 rows of A, which it splits in registers straight into wgmma's A fragments (seed 002's WMMAe idea: no
+// hi/lo copy of A ever touches shared memory), and two 8x32 blocks of B, which it splits into the hi/lo core
+// matrices that both warpgroups' wgmmas read.  So a warp waits for its own copies alone (no block barrier
+// guards the ring), and one barrier per k-tile publishes the B hi/lo tiles.  The split of k-tile t+1 runs
+// while the tensor cores work on tile t (A fragments are double-buffered in registers for that).
 namespace wg {
 
-constexpr int STAGES = 4;
-constexpr int CONSUMERS = 256, PRODUCERS = 128;
-constexpr int A_PITCH = BK + 4;        // floats: the 8-byte fragment loads of a warp's 8 rows hit distinct banks
-constexpr int A_FLOATS = BM * A_PITCH, B_FLOATS = BK * BN, B_HALVES = BN * BK;
-constexpr int STAGE_BYTES = (A_FLOATS + B_FLOATS) * 4 + 2 * B_HALVES * 2;   // fp32 A, fp32 B, B hi, B lo
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8;           // then the full and empty barriers
+constexpr int RING = 4;
+// A rows padded to 40 floats: a half-warp's 8-byte fragment loads (4 rows x 4 lanes) hit banks 8g + 2t, all distinct
+// (ncu counted 2^24 bank conflicts per 4096^3 GEMM with 36, whose rows are only 4 banks apart).
+constexpr int A_PITCH = BK + 8;
+constexpr int SLOT_BYTES = (BM * A_PITCH + BK * BN) * 4;      // fp32 A, then fp32 B
+constexpr int B_HALVES = BN * BK;                              // one hi or lo B tile
+constexpr int HILO_BYTES = 2 * 2 * B_HALVES * 2;               // two buffers of B hi and B lo
+constexpr int SMEM_BYTES = RING * SLOT_BYTES + HILO_BYTES;
 
 // B in wgmma's no-swizzle K-major layout: 8x8 "core matrices" of 8 n-rows by 8 k-values (16 bytes), each
 // 128 contiguous bytes; the 16 core matrices of one k-octet lie side by side along n, then the next octet.
@@ -371,30 +371,138 @@ __device__ __forceinline__ void split8(const float* col, __half* hi, __half* lo)
     if (V != NOCORR) *reinterpret_cast<uint4*>(lo) = l;
 }
 
-struct Slot {
-    float* a;        // BM x A_PITCH fp32
-    float* b;        // BK x BN fp32
-    __half* b_hi;    // core matrices
-    __half* b_lo;
-    __device__ __forceinline__ explicit Slot(unsigned char* base)
-        : a(reinterpret_cast<float*>(base)), b(a + A_FLOATS), b_hi(reinterpret_cast<__half*>(b + B_FLOATS)),
-          b_lo(b_hi + B_HALVES) {}
-};
-
-// The producer's copies of one k-tile (A 128x32 and B 32x128, 1024 chunks of 4 floats each, 8 per thread).
+// Warp w's copies of one k-tile, 4 chunks of 4 floats of each operand per lane: A rows 16w .. 16w+15, and
+// the B blocks (k-octet, 32-column block) numbered 2w and 2w+1 (octet = block / 4, columns 32 (block % 4) ..).
 template <bool VEC>
-__device__ __forceinline__ void copy_tile(const Slot& sl, int p, const float* __restrict__ A, idx_t lda,
-                                          const float* __restrict__ B, idx_t ldb, int M, int N, int K, int m0, int n0,
-                                          int k0) {
+__device__ __forceinline__ void copy_tile(unsigned char* slot, int warp, int lane, const float* __restrict__ A,
+                                          idx_t lda, const float* __restrict__ B, idx_t ldb, int M, int N, int K,
+                                          int m0, int n0, int k0) {
+    float* a = reinterpret_cast<float*>(slot);
+    float* b = a + BM * A_PITCH;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int c = p + i * PRODUCERS;
-        copy4<VEC>(sl.a + (c >> 3) * A_PITCH + (c & 7) * 4, A, lda, m0 + (c >> 3), k0 + (c & 7) * 4, M, K);
-        copy4<VEC>(sl.b + 4 * c, B, ldb, k0 + (c >> 5), n0 + (c & 31) * 4, K, N);
+    for (int i = 0; i < 4; ++i) {
+        const int c = lane + 32 * i;
+        const int row = 16 * warp + (c >> 3), ka = (c & 7) * 4;
+        copy4<VEC>(a + row * A_PITCH + ka, A, lda, m0 + row, k0 + ka, M, K);
+        const int block = 2 * warp + (c >> 6), kb = 8 * (block >> 2) + ((c & 63) >> 3), n = 32 * (block & 3) + 4 * (c & 7);
+        copy4<VEC>(b + kb * BN + n, B, ldb, k0 + kb, n0 + n, K, N);
     }
 }
 
-__device__ __forceinline__ void producers_sync() { asm volatile("bar.sync 1, %0;\n" :: "n"(PRODUCERS) : "memory"); }
+// Warp w's split of a landed slot: its A rows into fragments ah/al (rows g, g+8 of its 16; k pairs 2t, 2t+8
+// of each k16 step), and its two B blocks into core-matrix rows, a lane per column.
+template <int V>
+__device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_hi, __half* b_lo, int warp, int lane,
+                                           unsigned (&ah)[2][4], unsigned (&al)[2][4]) {
+    const float* a = reinterpret_cast<const float*>(slot);
+    const float* b = a + BM * A_PITCH;
+    const float* r0 = a + (16 * warp + (lane >> 2)) * A_PITCH + 2 * (lane & 3);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const float* p = r0 + 16 * k;
+        split2<V>(*reinterpret_cast<const float2*>(p), ah[k][0], al[k][0]);
+        split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH), ah[k][1], al[k][1]);
+        split2<V>(*reinterpret_cast<const float2*>(p + 8), ah[k][2], al[k][2]);
+        split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH + 8), ah[k][3], al[k][3]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const int block = 2 * warp + j, octet = block >> 2, n = 32 * (block & 3) + lane;
+        split8<V>(b + 8 * octet * BN + n, b_hi + b_offset(n, octet), b_lo + b_offset(n, octet));
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // st.shared -> wgmma's reads
+}
+
+struct Operands {
+    const float* A; idx_t lda; const float* B; idx_t ldb; int M, N, K, m0, n0, k_tiles;
+};
+
+// copy_tile for a k-tile that lies wholly inside A and B (most of them): no bounds, and the 8 source
+// addresses are 3 fixed offsets from two pointers that advance by one k-tile per step, where copy_tile
+// spends a 64-bit multiply and a clamp on each.  Lane chunks as in copy_tile: A chunk i is row
+// 16w + lane/8 + 4i, B chunk i is k-row 8(w/2) + lane/8 + 4(i%2) at column 32((2w)%4 + i/2) + 4(lane%8).
+struct FastCopier {
+    const float* a;       // this lane's first A chunk in the current k-tile
+    const float* b;
+    idx_t a4, b4, b_tile; // 4 rows of A, 4 rows of B, one k-tile of B (BK rows)
+    int a_dst, b_dst;     // byte offsets of the first chunks within a ring slot
+
+    __device__ __forceinline__ FastCopier(const Operands& o, int warp, int lane) {
+        const int a_row = 16 * warp + (lane >> 3), b_row = 8 * (warp >> 1) + (lane >> 3);
+        const int b_col = 32 * ((2 * warp) & 3) + 4 * (lane & 7);
+        a = o.A + (o.m0 + a_row) * o.lda + (lane & 7) * 4;
+        b = o.B + b_row * o.ldb + o.n0 + b_col;
+        a4 = 4 * o.lda, b4 = 4 * o.ldb, b_tile = BK * o.ldb;
+        a_dst = (a_row * A_PITCH + (lane & 7) * 4) * 4;
+        b_dst = (BM * A_PITCH + b_row * BN + b_col) * 4;
+    }
+    // Tile t into `slot`; the pointers must already point at tile t (advance() once per k-tile).
+    __device__ __forceinline__ void copy(unsigned char* slot) const {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            async_copy::cp16(reinterpret_cast<float*>(slot + a_dst + i * 4 * A_PITCH * 4), a + i * a4, 16);
+            async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + ((i & 1) * 4 * BN + (i >> 1) * 32) * 4),
+                             b + (i & 1) * b4 + (i >> 1) * 32, 16);
+        }
+    }
+};
+
+// hi*hi collects in `chunk` over CHUNK k-tiles (CHUNK * 32 products) before it leaves the tensor core: the
+// tensor cores' truncation then acts on sums of 128 products instead of K, and the promotion adds cost 16 FADDs
+// a k-tile instead of 64.
+constexpr int CHUNK = 4;
+
+// One k-tile t, its A fragments in set P (so that set 1 - P can take tile t+1's while the wgmmas run).
+template <int V, bool VEC, int P>
+__device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, FastCopier& fast, unsigned char* ring,
+                                       __half* hilo, int warp, int lane, float (&acc)[64], float (&chunk)[64],
+                                       float (&corr)[64], unsigned (&ah)[2][2][4], unsigned (&al)[2][2][4]) {
+    static_assert((RING & (RING - 1)) == 0, "slots are picked with a mask");
+    const __half* b_hi = hilo + P * 2 * B_HALVES;
+    const __half* b_lo = b_hi + B_HALVES;
+    fence();
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const uint64_t bh = descriptor(b_hi + k * OCTET_BYTES), bl = descriptor(b_lo + k * OCTET_BYTES);
+        if constexpr (V == TCEC) {
+            mma(chunk, ah[P][k], bh, (t & (CHUNK - 1)) + k);   // a fresh chunk at the first product of CHUNK tiles
+            mma(corr, al[P][k], bh, 1);
+            mma(corr, ah[P][k], bl, 1);
+        } else {
+            mma(acc, ah[P][k], bh, 1);
+            if constexpr (V == MARKIDIS) {
+                mma(acc, al[P][k], bh, 1);
+                mma(acc, ah[P][k], bl, 1);
+            }
+        }
+    }
+    commit();
+    // The copies are issued after the wgmmas, so that the tensor cores start as early as possible.
+    const int ahead = t + RING - 1;   // into the slot of tile t-1, which this warp split two steps ago
+    if (ahead < o.k_tiles) {
+        unsigned char* slot = ring + (ahead & (RING - 1)) * SLOT_BYTES;
+        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.copy(slot);
+        else copy_tile<VEC>(slot, warp, lane, o.A, o.lda, o.B, o.ldb, o.M, o.N, o.K, o.m0, o.n0, ahead * BK);
+        fast.a += BK, fast.b += fast.b_tile;
+    }
+    async_copy::commit();
+    if (t + 1 < o.k_tiles) {
+        async_copy::wait_group<RING - 2>();   // this warp's copies of tile t+1 ...
+        __syncwarp();                          // ... are visible to all its lanes
+        __half* next = hilo + (1 - P) * 2 * B_HALVES;
+        split_tile<V>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
+                      al[1 - P]);
+    }
+    wait<0>();
+    hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
+    if constexpr (V == TCEC) {
+        if ((t & (CHUNK - 1)) == CHUNK - 1 || t + 1 == o.k_tiles) {
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
+        }
+    }
+    __syncthreads();   // tile t+1's B hi/lo is complete, and every wgmma reading this buffer has finished
+}
 
 }  // namespace wg
 
@@ -404,110 +512,41 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
                                            const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
     using namespace wg;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + STAGES * STAGE_BYTES);
-    uint64_t* empty = full + STAGES;
+    unsigned char* ring = smem_raw;
+    __half* hilo = reinterpret_cast<__half*>(smem_raw + RING * SLOT_BYTES);
     int m0, n0;
     block_origin(M, m0, n0);
-    const int k_tiles = (K + BK - 1) / BK;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            async_copy::mbar_init(&full[s], PRODUCERS);
-            async_copy::mbar_init(&empty[s], CONSUMERS);
-        }
-    }
-    __syncthreads();
-
-    if (threadIdx.x >= CONSUMERS) {
-        // ---- producer ----
-        // The block starts with 384 x 168 registers (the launch bound's cap); the consumers' setmaxnreg.inc
-        // waits until the pool can pay for it, so 128 x 72 + 256 x 216 must not exceed 64512.
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n");
-        const int p = threadIdx.x - CONSUMERS;
-#pragma unroll
-        for (int i = 0; i < STAGES - 1; ++i) {
-            if (i < k_tiles)
-                copy_tile<VEC>(Slot(smem_raw + i * STAGE_BYTES), p, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
-            async_copy::commit();
-        }
-        for (int t = 0; t < k_tiles; ++t) {
-            const int s = t % STAGES;
-            const Slot sl(smem_raw + s * STAGE_BYTES);
-            async_copy::wait_group<STAGES - 2>();   // this thread's copies of tile t have landed
-            producers_sync();                        // ... and every producer's
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {            // 512 tasks: a column and a k-octet of B each
-                const int q = p + j * PRODUCERS, n = q & (BN - 1), octet = q / BN;
-                split8<V>(sl.b + 8 * octet * BN + n, sl.b_hi + b_offset(n, octet), sl.b_lo + b_offset(n, octet));
-            }
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // st.shared -> wgmma's reads
-            async_copy::mbar_arrive(&full[s]);
-            // Refill the slot of tile t - 1 with tile t + STAGES - 1 once both consumers are done with it.
-            const int u = t + STAGES - 1;
-            if (u < k_tiles) {
-                if (t >= 1) async_copy::mbar_wait(&empty[(t - 1) % STAGES], ((t - 1) / STAGES) & 1);
-                copy_tile<VEC>(Slot(smem_raw + (u % STAGES) * STAGE_BYTES), p, A, lda, B, ldb, M, N, K, m0, n0,
-                               u * BK);
-            }
-            async_copy::commit();
-        }
-        async_copy::wait_all();
-        return;
-    }
-
-    // ---- consumers ----
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
-    const int lane = threadIdx.x & 31, group = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, tq = lane & 3;
-    const int a_row = group * 64 + warp * 16 + g;     // and a_row + 8
+    const Operands o{A, lda, B, ldb, M, N, K, m0, n0, (K + BK - 1) / BK};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     float acc[64], chunk[64], corr[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = chunk[i] = corr[i] = 0.f;
+    unsigned ah[2][2][4], al[2][2][4];
 
-    for (int t = 0; t < k_tiles; ++t) {
-        const int s = t % STAGES;
-        const Slot sl(smem_raw + s * STAGE_BYTES);
-        async_copy::mbar_wait(&full[s], (t / STAGES) & 1);
-        // A fragments straight from fp32: registers a0..a3 hold rows (g, g+8) x k (2tq, 2tq+8) pairs.
-        unsigned ah[2][4], al[2][4];
+    const bool interior = m0 + BM <= M && n0 + BN <= N;   // no bound checks but K's
+    FastCopier fast(o, warp, lane);
 #pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const float* r0 = sl.a + a_row * A_PITCH + 16 * k + 2 * tq;
-            const float* r8 = r0 + 8 * A_PITCH;
-            split2<V>(*reinterpret_cast<const float2*>(r0), ah[k][0], al[k][0]);
-            split2<V>(*reinterpret_cast<const float2*>(r8), ah[k][1], al[k][1]);
-            split2<V>(*reinterpret_cast<const float2*>(r0 + 8), ah[k][2], al[k][2]);
-            split2<V>(*reinterpret_cast<const float2*>(r8 + 8), ah[k][3], al[k][3]);
-        }
-        fence();
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const uint64_t bh = descriptor(sl.b_hi + k * OCTET_BYTES), bl = descriptor(sl.b_lo + k * OCTET_BYTES);
-            if constexpr (V == TCEC) {
-                mma(chunk, ah[k], bh, k);      // hi*hi of this k-tile alone: it leaves the tensor core below
-                mma(corr, al[k], bh, 1);
-                mma(corr, ah[k], bl, 1);
-            } else {
-                mma(acc, ah[k], bh, 1);
-                if constexpr (V == MARKIDIS) {
-                    mma(acc, al[k], bh, 1);
-                    mma(acc, ah[k], bl, 1);
-                }
-            }
-        }
-        commit();
-        wait<0>();
-        hold(acc), hold(chunk), hold(corr), hold(ah[0]), hold(ah[1]), hold(al[0]), hold(al[1]);
-        async_copy::mbar_arrive(&empty[s]);
-        if constexpr (V == TCEC) {
-#pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
-        }
+    for (int i = 0; i < RING - 1; ++i) {
+        if (i < o.k_tiles) copy_tile<VEC>(ring + i * SLOT_BYTES, warp, lane, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
+        async_copy::commit();
+        fast.a += BK, fast.b += fast.b_tile;
     }
+    async_copy::wait_group<RING - 2>();
+    __syncwarp();
+    split_tile<V>(ring, hilo, hilo + B_HALVES, warp, lane, ah[0], al[0]);
+    __syncthreads();
+    for (int t = 0; t < o.k_tiles; t += 2) {
+        k_step<V, VEC, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+        if (t + 1 < o.k_tiles)
+            k_step<V, VEC, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+    }
+    async_copy::wait_all();
 
+    const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int row = m0 + a_row + 8 * h;
+        const int row = m0 + 16 * warp + g + 8 * h;
         if (row >= M) continue;
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -536,15 +575,15 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
                      D + z * batch_d, ldd);                                                                  \
     }
 
-// fp16 variants: 384 threads (2 consumer warpgroups + 1 producer), wg::SMEM_BYTES of dynamic shared memory.
-TCEC_ENTRY(tcec_fp16, TCEC, true, 384, tcec_wgmma)
-TCEC_ENTRY(tcec_fp16_unaligned, TCEC, false, 384, tcec_wgmma)
-TCEC_ENTRY(tcec_markidis, MARKIDIS, true, 384, tcec_wgmma)
-TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false, 384, tcec_wgmma)
-TCEC_ENTRY(tcec_nocorr, NOCORR, true, 384, tcec_wgmma)
-TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false, 384, tcec_wgmma)
+// fp16 variants: 256 threads (two warpgroups), wg::SMEM_BYTES of dynamic shared memory.
+TCEC_ENTRY(tcec_fp16, TCEC, true, 256, tcec_wgmma)
+TCEC_ENTRY(tcec_fp16_unaligned, TCEC, false, 256, tcec_wgmma)
+TCEC_ENTRY(tcec_markidis, MARKIDIS, true, 256, tcec_wgmma)
+TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false, 256, tcec_wgmma)
+TCEC_ENTRY(tcec_nocorr, NOCORR, true, 256, tcec_wgmma)
+TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false, 256, tcec_wgmma)
 // 3xTF32: 256 threads on the mma.sync path, tf32::SMEM_BYTES.
 TCEC_ENTRY(tcec_tf32, TF32X3, true, 256, tcec_mma_sync)
 TCEC_ENTRY(tcec_tf32_unaligned, TF32X3, false, 256, tcec_mma_sync)
 
-static_assert(wg::SMEM_BYTES == 204864 && tf32::SMEM_BYTES == 208896, "keep TCEC_SMEM in study/registry.py in step");
+static_assert(wg::SMEM_BYTES == 180224 && tf32::SMEM_BYTES == 208896, "keep TCEC_SMEM in study/registry.py in step");

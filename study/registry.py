@@ -278,21 +278,20 @@ TCEC_VARIANTS = {
     "-nocorr": ("fp16-inputs", "tcec_nocorr", "gemm_nocorr"),            # hi only: fp16-rounded inputs
     "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                       # 3xTF32 split: fp32's exponent range
 }
-# cuda_kernels/14_tcec.cu: 128x128 tiles, BK 32.  fp16 variants (wgmma, wg::SMEM_BYTES): 384 threads, 4 stages
-# of fp32 A (128x36), fp32 B (32x128) and B hi/lo (2x 128x32 halves), then 8 mbarriers.  tf32 (mma.sync,
-# SMEM_BYTES<TF32X3>): 256 threads, two buffers of hi/lo tiles (A 128x36, B 32x136 floats) and 2 ring slots.
-TCEC_SMEM = {"fp16": 4 * ((128 * 36 + 32 * 128) * 4 + 2 * 128 * 32 * 2) + 2 * 4 * 8,
+# cuda_kernels/14_tcec.cu: 128x128 tiles, BK 32, 256 threads.  fp16 variants (wgmma, wg::SMEM_BYTES): a 4-slot
+# cp.async ring of fp32 A (128x40) and B (32x128), then two buffers of B hi/lo (2x 128x32 halves).  tf32
+# (mma.sync, tf32::SMEM_BYTES): two buffers of hi/lo tiles (A 128x36, B 32x136 floats), then 2 ring slots.
+TCEC_SMEM = {"fp16": 4 * (128 * 40 + 32 * 128) * 4 + 2 * 2 * 128 * 32 * 2,
              "tf32": 2 * 2 * (128 * 36 + 32 * 136) * 4 + 2 * (128 * 32 + 32 * 128) * 4}
-TCEC_THREADS = {"fp16": 384, "tf32": 256}
 
 
 def _tcec_stage() -> list[Impl]:
     s = stage("14")
     impls = []
     for suffix, (precision, entry, fn) in TCEC_VARIANTS.items():
-        path = "tf32" if precision == "tf32x3" else "fp16"
-        cuda = CudaBatchedLaunch(f"{s.key}.cu", entry, (TCEC_THREADS[path], 1, 1), (128, 128),
-                                 dynamic_smem=TCEC_SMEM[path], unaligned_entry=f"{entry}_unaligned")
+        cuda = CudaBatchedLaunch(f"{s.key}.cu", entry, (256, 1, 1), (128, 128),
+                                 dynamic_smem=TCEC_SMEM["tf32" if precision == "tf32x3" else "fp16"],
+                                 unaligned_entry=f"{entry}_unaligned")
         dtypes = {"fp32": precision}
         title = f"{s.title} ({precision})"
         impls += [
