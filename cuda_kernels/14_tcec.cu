@@ -449,7 +449,7 @@ struct FastCopier {
 
 // hi*hi collects in `chunk` over CHUNK k-tiles (CHUNK * 32 products) before it leaves the tensor core: the
 // tensor cores' truncation then acts on sums of 128 products instead of K, and the promotion adds cost 16 FADDs
-// a k-tile instead of 64.
+// a k-tile instead of 64.  (CHUNK 8 measured no faster, and relerr at 4096^3 rose from 2.3e-7 to 3.6e-7.)
 constexpr int CHUNK = 4;
 
 // One k-tile t, its A fragments in set P (so that set 1 - P can take tile t+1's while the wgmmas run).
@@ -559,6 +559,7 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
         }
     }
 }
+
 
 }  // namespace
 

@@ -300,6 +300,11 @@ def _tcec_stage() -> list[Impl]:
             Impl(f"gluon:{s.key}{suffix}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}", fn),
                  _gluon_sources(s.key), title),
         ]
+    # Gluon's second form of the method: wgmma with A split in registers, as the CUDA stage (its mma_v2 form
+    # above is the exact WMMAe mapping of seed 002).
+    impls.append(Impl(f"gluon:{s.key}-wgmma", "gluon", s, {"fp32": "fp16x3-tcec"},
+                      TritonLaunch(f"gluon.{s.key}", "gemm_tcec_wgmma"), _gluon_sources(s.key),
+                      f"{s.title} (fp16x3-tcec, wgmma)"))
     return impls
 
 

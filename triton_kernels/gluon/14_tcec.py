@@ -486,7 +486,7 @@ def gemm_tf32(p):
 
 
 def gemm_tcec_wgmma(p):
-    """fp16x3-tcec on wgmma (sm_90 only): not in study/registry.py's TCEC_VARIANTS."""
+    """fp16x3-tcec on wgmma (sm_90 only): registered as gluon:14_tcec-wgmma."""
     return _launch(p, "gemm_tcec_wgmma")
 
 
