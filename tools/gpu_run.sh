@@ -4,12 +4,16 @@
 # reports/ into $OUT.
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick)
+#   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
+#   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
+#   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
 #   STUDY_STEPS="build test sweep accuracy ncu" selects steps (default: build test sweep accuracy; accuracy
 #   writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100; ncu profiles the fp32
 #   ladder at 4096^3 into reports/ncu_ladder.csv)
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
+#   STUDY_TEST_FILTER=EXPR runs only the GPU tests pytest -k EXPR selects (their evidence records are rewritten)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -19,6 +23,11 @@ STEPS="${STUDY_STEPS:-build test sweep accuracy}"
 SWEEP_ARGS=("$@"); [ ${#SWEEP_ARGS[@]} -eq 0 ] && SWEEP_ARGS=(--quick)
 status=0
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
+if [ -z "${STUDY_COMMIT:-}" ]; then
+  echo "tools/gpu_run.sh: set STUDY_COMMIT to the commit being measured (see the header)" >&2
+  exit 2
+fi
+export STUDY_COMMIT
 
 log "machine"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
@@ -32,6 +41,7 @@ if [[ " $STEPS " == *" test "* ]]; then
   log "GPU equivalence tests"
   TEST_ARGS=(-m gpu -q -p no:cacheprovider --write-evidence reports/gpu-evidence.json --junitxml="$OUT/junit.xml")
   [ "${STUDY_STALE_ONLY:-0}" = 1 ] && TEST_ARGS+=(--stale-only)
+  [ -n "${STUDY_TEST_FILTER:-}" ] && TEST_ARGS+=(-k "$STUDY_TEST_FILTER")
   python3 -c "import xdist" 2>/dev/null && TEST_ARGS+=(-n "${STUDY_TEST_WORKERS:-8}")
   python3 -m pytest "${TEST_ARGS[@]}" tests > "$OUT/tests.log" 2>&1 || status=1
   tail -40 "$OUT/tests.log"
