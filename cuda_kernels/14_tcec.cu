@@ -3,12 +3,14 @@
 // Technique:   every fp32 operand x is split into hi = fp16(x) and lo = fp16((x - hi) * 2^11), and the fp32
 //              product is rebuilt from three fp16 tensor-core products:
 //                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped)
-//              hiA hiB of each k-tile (32 deep) starts from a zero accumulator and is added to fp32 registers
-//              with ordinary round-to-nearest FADDs; the two correction products, 2^11 smaller, share their
-//              own tensor-core accumulator.  On Hopper this runs on wgmma (m64n128k16), warp-specialized: a
-//              producer warpgroup copies raw fp32 tiles into a 4-slot ring with cp.async and splits each B tile
-//              into hi/lo fp16 in wgmma's shared-memory layout; two consumer warpgroups, 64x128 of the 128x128
-//              tile each, split their A rows in registers straight from the fp32 tile and issue the products.
+//              hiA hiB collects in a tensor-core accumulator for 4 k-tiles (128 k) at most, then is added to
+//              fp32 registers with ordinary round-to-nearest FADDs; the two correction products, 2^11
+//              smaller, share their own tensor-core accumulator.  On Hopper this runs on wgmma (m64n128k16,
+//              two warpgroups of 64x128 per 128x128 tile).  Each warp copies, by cp.async into a 4-slot ring,
+//              exactly the fp32 data it splits: its own 16 rows of A, split in registers straight into
+//              wgmma's A fragments, and 1/8 of the B tile, split into the hi/lo fp16 tiles in wgmma's
+//              shared-memory layout that both warpgroups read.  The split of k-tile t+1 runs while the tensor
+//              cores work on tile t.
 // Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs. (6)-(7),
 //              its WMMAe idea (fragments built in registers from fp32 data, no hi/lo copy of A in shared
 //              memory), and its central finding, that accumulating inside the tensor cores (which round toward
@@ -23,13 +25,32 @@
 //              the tensor cores, whose fp16 rate is ~12x that, at the price of 3 products per product and a
 //              split of every operand.
 // Why faster:  3 fp16 products at cuBLAS's ~780 TFLOP/s fp16 rate bound this at ~260 TFLOP/s of fp32 work,
-//              5x SGEMM's ~51.  The steps, timed at 8192^3 on an H100 (cuBLAS SGEMM 51.3):
-//                mma.sync m16n8k16 + ldmatrix, 8 warps of 64x32, split once per block:   79 (1.5x)
-//                  ncu: tensor pipe 37% busy, shared memory 46% (every fragment through ldmatrix), 2 warps
-//                  per scheduler stalled on wgmma-less dependency chains;
-//                wgmma, all 8 warps splitting then multiplying, two barriers per k-tile:  102 (2.0x)
-//                  ncu: tensor pipe 32% busy: the split and the barriers run while it idles;
-//                wgmma, warp-specialized as above:  see Measured.
+//              5x SGEMM's ~51.  The steps, each timed at 8192^3 on an H100 against cuBLAS SGEMM (~51.3):
+//                1 mma.sync m16n8k16 + ldmatrix, 8 warps of 64x32, split once per block:          79 (1.5x)
+//                  ncu: tensor pipe 37% busy, shared memory 46% (every fragment through ldmatrix);
+//                2 wgmma, 8 warps split then multiply, two barriers per k-tile:                    102 (2.0x)
+//                  ncu: tensor pipe 32% busy, ~550 instructions per warp and k-tile; the SASS of the
+//                  k-loop shows half of them integer: bounds and address arithmetic of the copies;
+//                3 warp-specialized (a producer warpgroup copies and splits B; setmaxnreg):         95
+//                  the one producer warpgroup could not split fast enough;
+//                4 wgmma, warp-owned copies (one barrier per k-tile), A split in registers:         102
+//                5 copies of interior tiles from two moving pointers, no bounds:                  117 (2.3x)
+//                6 A's ring rows padded 36 -> 40 floats (ncu: 2^24 bank conflicts gone),
+//                  copies issued after the wgmmas:                                                 132 (2.6x)
+//                7 hi*hi promoted every 4 k-tiles instead of every one:                            137 (2.7x)
+//              Tried, not faster: the sums in shared memory to free 64 registers (132), single-buffered A
+//              fragments (137), promotion every 8 k-tiles (no gain, relerr 2.3e-7 -> 3.6e-7), 8-byte B loads
+//              writing two core-matrix rows per lane (tcec_markidis fell from ~155 to 133-144; not profiled),
+//              two producer warpgroups splitting A and B for consumers that read both from shared memory
+//              (107).  What is left: at 255 registers (three 64-register
+//              accumulators) ptxas has no room to hide the split's latency; tcec_markidis, one accumulator
+//              and 154 registers, runs ~12% faster on the same split.
+// Measured:    H100 SXM, study.sweep --quick of bc14610 (reports/), L2 flushed, median, randn inputs:
+//              4096^3 136.4 TFLOP/s, 2.62x cuBLAS SGEMM (52.0), relerr 2.3e-7 (SGEMM 1.1e-6), 1875 MHz;
+//              8192^3 128.5 TFLOP/s, 2.51x (51.3), relerr 2.5e-7 (SGEMM 1.6e-6).  tools/tcec_cuda_probe.py
+//              runs of the same kernel gave 141-146 (4096^3) and 137-143 (8192^3): the SM clock sags under
+//              tensor load (1600-1900 MHz) and moves the result by ~10% from run to run.  Short of the 3x that
+//              issue 6 asks for.
 //
 // Ragged edges: copies outside M, N or K zero-fill (cp.async's src-size; no out-of-range address is formed);
 //              stores are masked.

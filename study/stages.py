@@ -99,6 +99,10 @@ STAGES: tuple[Stage, ...] = (
         "Each fp32 operand is split into an fp16 high part and a scaled fp16 low part; three fp16 tensor-core "
         "products (hi*hi, lo*hi, hi*lo) rebuild the fp32 product, and hi*hi is summed outside the tensor cores "
         "in round-to-nearest fp32.  Variants show what the correction and the rounding buy.",
+        notes={"triton": "no handle on the MMA chain below one tl.dot: hi*hi is promoted once per k-tile, the "
+                         "scaled corrections folded into the same chunk, and every product waits (wait_group 0)",
+               "gluon": "gluon:14_tcec is the WMMAe mapping on mma_v2 (issue-bound); gluon:14_tcec-wgmma drains "
+                        "the tensor pipe once per k-tile, where the CUDA stage overlaps the next tile's split"},
     ),
 )
 

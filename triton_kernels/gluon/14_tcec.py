@@ -13,8 +13,8 @@ Technique:  one program (8 warps) owns a 128x128 tile of D; warps form 2 x 4, ea
             unscaled, all three products in one accumulator); gemm_nocorr (hi only); gemm_tf32 (3xTF32:
             hi = cvt.rna.tf32(x), lo = cvt.rna.tf32(x - hi) by inline asm, k_width 1, mma.sync m16n8k8
             tf32, hi*hi promoted as in tcec, fp32's exponent range; 64x128 tile, see below).
-Reproduces: seed 002 (Ootomo & Yokota 2022, WMMAe-TCEC): the split and scaling of eqs. 4-5, the correction
-            of eq. 6 (numbered (6)-(7) in the seed's text), the finding that accumulating in the tensor
+Reproduces: seed 002 (Ootomo & Yokota 2022, WMMAe-TCEC, section 4.4): the split, scaling and correction of
+            its eqs. (6)-(7), the finding that accumulating in the tensor
             cores (RZ) kept Markidis et al. short of fp32, and WMMAe's point: the fp16 fragments are built
             from fp32 data in registers (foreach_ij), never stored as hi/lo copies in shared memory.  Here
             foreach_ij is the DotOperandLayout: the compiler knows which (row, k) each register holds.
@@ -34,13 +34,13 @@ Range:      as the CUDA stage: the fp16 split needs |x| <= 65504 and loses accur
             falls into fp16 subnormals; gemm_tf32 has neither limit.
 
 Gluon against the CUDA stage (cuda_kernels/14_tcec.cu):
-* Where the split happens.  The CUDA stage splits each element once per block on its way into shared memory
-  (hi/lo fp16 tiles, read with ldmatrix).  Here each warp splits the fragments it reads, the WMMAe mapping:
-  an element of A is split by the 4 warps that share its rows, one of B by the 2 that share its columns, 3x
-  the conversions of a split-once, in exchange for no hi/lo tiles (96 KiB of fp32 ring instead of fp16
-  hi + lo tiles and their st.shared pass).  Per k16 and lane: 32 fp32 values of A (16 ld.shared.v2) and 16
-  of B (16 ld.shared.b32) are split, ~4.5 instructions each (cvt.rn.f16x2.f32, cvt.f32.f16, sub, mul,
-  cvt.rn.f16.f32), for 48 mma.sync and 64 add.f32.
+* Where the split happens.  The CUDA stage runs wgmma: each warp splits its own 16 rows of A in registers
+  (no other warp reads them) and 1/8 of B into shared hi/lo tiles that both warpgroups read.  Here, on
+  mma.sync, each warp splits the fragments it reads, the WMMAe mapping: an element of A is split by the 4
+  warps that share its rows, one of B by the 2 that share its columns, for no hi/lo tiles at all.  Per k16
+  and lane: 32 fp32 values of A (16 ld.shared.v2) and 16 of B (16 ld.shared.b32) are split, ~4.5
+  instructions each (cvt.rn.f16x2.f32, cvt.f32.f16, sub, mul, cvt.rn.f16.f32), for 48 mma.sync and 64
+  add.f32.  gemm_tcec_wgmma below is the CUDA stage's mapping.
 * Shared layouts are XOR swizzles of 16-byte units picked per operand so that the fragment loads are
   conflict-free, and the kernel proves it at compile time (gl.static_assert on gl.bank_conflicts == 0).
 * A ring slot holds A's k-tile as two k16 slices stacked along rows ([2 * BM, 16]), so one cp.async per
@@ -64,7 +64,7 @@ Gluon against the CUDA stage (cuda_kernels/14_tcec.cu):
   and lane (tcec): 96 mma.sync.m16n8k16.f16, 128 add.f32 (promotion), 32 ld.shared.v2 + 32 ld.shared.b32,
   8 cp.async.cg (16 B), 2 bar.sync.
 
-gemm_tcec_wgmma (VARIANT 4; not in study/registry.py's TCEC_VARIANTS): the method on Hopper's wgmma, two
+gemm_tcec_wgmma (VARIANT 4, registered as gluon:14_tcec-wgmma): the method on Hopper's wgmma, two
 warpgroups of 64x128 (NVMMADistributedLayout version [3, 0], wgmma m64n128k16).  A stays WMMAe: fp32
 fragments loaded in wgmma's register-A layout (DotOperandLayout, k_width 2) and split in registers.  B
 cannot: wgmma reads B only from shared memory, so each program splits B's tile once into fp16 hi/lo tiles
@@ -80,10 +80,12 @@ shared-memory traffic (~112 KB per k-tile with wgmma's B reads, ~880 cycles) low
 reaches 110: every k-tile ends in warpgroup_mma_wait(0) (the next tile's wgmmas need a_hi/a_lo and the B
 buffer they read released), so the tensor pipe drains once per 32 k, and 3 bar.sync stop both warpgroups.
 
-Measured on an H100 SXM (one check run of this file, not study.sweep: median of 20 calls at 4096^3, beta = 0,
-no L2 flush, clocks not pinned; cuBLAS SGEMM 51.1 TFLOP/s at relerr 1.1e-6): tcec 74.7 TFLOP/s at relerr
-3.0e-7 (CUDA stage: 79-81), markidis 83.6 at 1.4e-5, nocorr 147.1 at 2.9e-4, tf32 39.8 at 3.1e-7,
-tcec_wgmma 109.7 at 2.3e-7.  Every entry also matched a float64 reference on 8 shapes from 1x1x1 to 1024^3
+Measured on an H100 SXM, study.sweep --quick of bc14610 (reports/; L2 flushed, median; cuBLAS SGEMM 52.0
+TFLOP/s at 4096^3, 51.3 at 8192^3): tcec 76.7 TFLOP/s (1.48x) at relerr 3.0e-7 and 76.6 (1.49x) at 4.2e-7;
+tcec_wgmma 106.1 (2.04x) at 2.3e-7 and 106.9 (2.09x) at 3.1e-7; markidis 85.4 / 86.2 at 1.4e-5 / 2.9e-5;
+nocorr 150.9 / 155.9 at 2.9e-4; tf32 40.3 / 41.2 at 3.1e-7 / 4.2e-7.  Against the CUDA stage (136.4 /
+128.5): mma_v2 is issue-bound (above), and the wgmma form (22% / 17% behind) drains the tensor pipe once per
+k-tile (warpgroup_mma_wait(0)) and stops both warpgroups at 3 bar.sync.  Every entry also matched a float64 reference on 8 shapes from 1x1x1 to 1024^3
 (ragged, N = 1, M = 1), beta 0 with C full of NaN and beta 0.5, contiguous and offset-by-one odd-stride views
 (worst relerr: tcec 1.8e-7, markidis 3.6e-6, nocorr 4.9e-4, tf32 1.8e-7, tcec_wgmma 1.5e-7).
 """
