@@ -61,7 +61,7 @@ import os
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import check_grid, epilogue, gemm_args, grouped_tile
 
 
 def _config(bm, bn, bk, warps, stages):
@@ -90,16 +90,7 @@ def best_simt_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                      HAS_C: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     HALF: tl.constexpr = BLOCK_N // 2
-    pid = tl.program_id(0)
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    # Grouped order: GROUP_M row-tiles take each column sweep together, so their B tiles are still in L2.
-    width = GROUP_M * grid_n
-    group = pid // width
-    first_m = group * GROUP_M
-    group_m = min(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % group_m
-    pid_n = (pid % width) // group_m
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
     cols_l = (pid_n * BLOCK_N + tl.arange(0, HALF)).to(tl.int64)    # left half of the tile

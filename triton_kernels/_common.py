@@ -14,6 +14,18 @@ def epilogue(acc, alpha, beta, c_ptrs, mask, HAS_C: tl.constexpr):
     return d
 
 
+@triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of program pid in grouped order: GROUP_M row-tiles take each column sweep together, so
+    their B tiles are still in L2 (the Triton tutorial's "super-grouping")."""
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * grid_n
+    first_m = (pid // width) * GROUP_M
+    group_m = min(grid_m - first_m, GROUP_M)
+    return first_m + (pid % width) % group_m, (pid % width) // group_m
+
+
 def gemm_args(p):
     """Positional arguments shared by every stage kernel: pointers, sizes, leading dimensions, scalars."""
     M, N, K = p.mnk

@@ -69,7 +69,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import epilogue, epilogue_store, tile_origin
+from triton_kernels.gluon._common import epilogue, epilogue_store, split_cols, split_rows, store_part, tile_origin
 
 META = dict(BM=128, BN=128, BK=8, STAGES=4, PRODUCER_WARPS=4, PRODUCER_REGS=80, LD4=True,
             num_warps=8, num_stages=1)
@@ -153,31 +153,6 @@ def _consumer(K, As, Bs, full, empty, BM: gl.constexpr, BN: gl.constexpr, BK: gl
     return (acc,)
 
 
-@gluon.jit
-def _split_rows(x):
-    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a wrap)."""
-    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
-
-
-@gluon.jit
-def _split_cols(x):
-    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
-    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
-
-
-@gluon.jit
-def _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
-    LC: gl.constexpr = acc.type.layout
-    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
-    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
-    if full_n:   # no column mask: 16-byte stores where D and ldd allow
-        mask = (rows < M)[:, None]
-        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
-        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
-    else:
-        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
-
-
 # M, N, K are never specialised to constants (see the docstring: a constant-false branch around an
 # async copy crashes the 3.6 compiler); leading dimensions still are.
 @gluon.jit(do_not_specialize=["M", "N", "K"])
@@ -211,13 +186,13 @@ def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta
         ldc = (ldc // 4).to(gl.int64) * 4
         ldd = (ldd // 4).to(gl.int64) * 4
     full_n = col0 + BN <= N
-    top, bottom = _split_rows(acc)
-    q00, q01 = _split_cols(top)
-    q10, q11 = _split_cols(bottom)
-    _store_part(q00, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-    _store_part(q01, alpha, beta, C, D, row0, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
-    _store_part(q10, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
-    _store_part(q11, alpha, beta, C, D, row0 + BM // 2, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+    top, bottom = split_rows(acc)
+    q00, q01 = split_cols(top)
+    q10, q11 = split_cols(bottom)
+    store_part(q00, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q01, alpha, beta, C, D, row0, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q10, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q11, alpha, beta, C, D, row0 + BM // 2, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
 
 
 def gemm(p):

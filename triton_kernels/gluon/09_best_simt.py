@@ -71,7 +71,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
 from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import epilogue, epilogue_store
+from triton_kernels.gluon._common import epilogue, epilogue_store, grouped_tile, split_cols, split_rows, store_part
 
 # The shape classes, largest first, as the CUDA stage's BEST_TILES (study/registry.py): BM x BN tiles,
 # WM x WN warps, BK k per ring slot, STAGES slots.  Lanes form 8 rows x 4 columns in every warp.
@@ -109,20 +109,6 @@ def _transposed(layout):
 
 
 @gluon.jit
-def _grouped_tile(pid, M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
-    """First row and column (int64) of program pid's tile: programs walk GROUP_M tile rows column by
-    column, so consecutive programs share B tiles and a group's A rows stay in L2."""
-    tiles_m = gl.cdiv(M, BM)
-    tiles_n = gl.cdiv(N, BN)
-    per_group = GROUP_M * tiles_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
-    return pid_m.to(gl.int64) * BM, pid_n.to(gl.int64) * BN
-
-
-@gluon.jit
 def _issue_tile(As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, kt, full_n,
                 BK: gl.constexpr):
     """cp.async of k-tile kt into ring slots As, Bs; everything outside A or B arrives as zeros."""
@@ -139,39 +125,14 @@ def _issue_tile(As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb
 
 
 @gluon.jit
-def _split_rows(x):
-    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a wrap)."""
-    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
-
-
-@gluon.jit
-def _split_cols(x):
-    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
-    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
-
-
-@gluon.jit
-def _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
-    LC: gl.constexpr = acc.type.layout
-    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
-    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
-    if full_n:   # no column mask: 16-byte stores where D and ldd allow
-        mask = (rows < M)[:, None]
-        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
-        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
-    else:
-        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
-
-
-@gluon.jit
 def _store_row_piece(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr,
                      COL_SPLIT: gl.constexpr):
     if COL_SPLIT:
-        left, right = _split_cols(x)
-        _store_part(left, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-        _store_part(right, alpha, beta, C, D, row0, col0 + x.shape[1] // 2, M, N, ldc, ldd, full_n, HAS_C)
+        left, right = split_cols(x)
+        store_part(left, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(right, alpha, beta, C, D, row0, col0 + x.shape[1] // 2, M, N, ldc, ldd, full_n, HAS_C)
     else:
-        _store_part(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
 
 
 # M, N, K are never specialised to constants (see the docstring: a constant-false branch around an
@@ -201,7 +162,7 @@ def best_simt_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         ldb = (ldb // 4).to(gl.int64) * 4
         ldc = (ldc // 4).to(gl.int64) * 4
         ldd = (ldd // 4).to(gl.int64) * 4
-    row0, col0 = _grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
+    row0, col0 = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
     full_n = col0 + BN <= N
     a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)).to(gl.int64)
     a_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
@@ -250,16 +211,16 @@ def best_simt_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     ROW_WRAPS: gl.constexpr = BM // (32 * WM)
     COL_SPLIT: gl.constexpr = BN // (16 * WN) >= 2
     if ROW_WRAPS >= 4:
-        top, bottom = _split_rows(acc)
-        p0, p1 = _split_rows(top)
-        p2, p3 = _split_rows(bottom)
+        top, bottom = split_rows(acc)
+        p0, p1 = split_rows(top)
+        p2, p3 = split_rows(bottom)
         Q: gl.constexpr = BM // 4
         _store_row_piece(p0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
         _store_row_piece(p1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
         _store_row_piece(p2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
         _store_row_piece(p3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
     elif ROW_WRAPS >= 2:
-        top, bottom = _split_rows(acc)
+        top, bottom = split_rows(acc)
         _store_row_piece(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
         _store_row_piece(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C,
                          COL_SPLIT)

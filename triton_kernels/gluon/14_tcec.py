@@ -99,7 +99,7 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
 from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import epilogue, epilogue_store
+from triton_kernels.gluon._common import epilogue, epilogue_store, grouped_tile, split_cols, split_rows, store_part
 
 # Variant codes (the VARIANT constexpr) and the entry point of each.  TCEC_WGMMA is the method on wgmma (see
 # _wgmma_body); it is not in study/registry.py's TCEC_VARIANTS.
@@ -142,20 +142,6 @@ def _smem_layouts(k_width):
 
 
 @gluon.jit
-def _grouped_tile(pid, M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
-    """First row and column (int64) of program pid's tile: programs walk GROUP_M tile rows column by
-    column, so consecutive programs share B tiles and a group's A rows stay in L2 (as gluon stage 09)."""
-    tiles_m = gl.cdiv(M, BM)
-    tiles_n = gl.cdiv(N, BN)
-    per_group = GROUP_M * tiles_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
-    return pid_m.to(gl.int64) * BM, pid_n.to(gl.int64) * BN
-
-
-@gluon.jit
 def _issue_tile(As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, kt, full_n,
                 BK: gl.constexpr):
     """cp.async of k-tile kt into ring slots As and Bs (fp32); everything outside A or B arrives as zeros.
@@ -195,31 +181,6 @@ def _split(x, VARIANT: gl.constexpr):
             r = r * _LO_SCALE       # exact; brings lo back to x's magnitude, clear of fp16 subnormals
         lo = r.to(gl.float16)
     return hi, lo
-
-
-@gluon.jit
-def _split_rows(x):
-    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a repeat)."""
-    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
-
-
-@gluon.jit
-def _split_cols(x):
-    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
-    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
-
-
-@gluon.jit
-def _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
-    LC: gl.constexpr = acc.type.layout
-    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
-    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
-    if full_n:   # no column mask: 8-byte stores (a lane's column pair) where D and ldd allow
-        mask = (rows < M)[:, None]
-        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
-        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
-    else:
-        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
 
 
 @gluon.jit
@@ -317,20 +278,20 @@ def _mma_v2_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col
     # moves no data: with beta != 0 a thread holds a quarter of its C values at a time, not all.
     ROW_REPS: gl.constexpr = BM // (16 * WM)
     if ROW_REPS >= 4:
-        top, bottom = _split_rows(acc)
-        q0, q1 = _split_rows(top)
-        q2, q3 = _split_rows(bottom)
+        top, bottom = split_rows(acc)
+        q0, q1 = split_rows(top)
+        q2, q3 = split_rows(bottom)
         Q: gl.constexpr = BM // 4
-        _store_part(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-        _store_part(q1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C)
-        _store_part(q2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C)
-        _store_part(q3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(q1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(q2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(q3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C)
     elif ROW_REPS >= 2:
-        top, bottom = _split_rows(acc)
-        _store_part(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-        _store_part(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
+        top, bottom = split_rows(acc)
+        store_part(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
     else:
-        _store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
 
 
 @gluon.jit
@@ -430,14 +391,14 @@ def _wgmma_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col0
 
     acc = acc + corr * _LO_UNSCALE
     # Epilogue in column quarters (register bits of the wgmma layout; its top row bit is the warpgroup).
-    left, right = _split_cols(acc)
-    q0, q1 = _split_cols(left)
-    q2, q3 = _split_cols(right)
+    left, right = split_cols(acc)
+    q0, q1 = split_cols(left)
+    q2, q3 = split_cols(right)
     Q: gl.constexpr = BN // 4
-    _store_part(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-    _store_part(q1, alpha, beta, C, D, row0, col0 + Q, M, N, ldc, ldd, full_n, HAS_C)
-    _store_part(q2, alpha, beta, C, D, row0, col0 + 2 * Q, M, N, ldc, ldd, full_n, HAS_C)
-    _store_part(q3, alpha, beta, C, D, row0, col0 + 3 * Q, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q1, alpha, beta, C, D, row0, col0 + Q, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q2, alpha, beta, C, D, row0, col0 + 2 * Q, M, N, ldc, ldd, full_n, HAS_C)
+    store_part(q3, alpha, beta, C, D, row0, col0 + 3 * Q, M, N, ldc, ldd, full_n, HAS_C)
 
 
 # M, N, K are never specialised to constants: with K = 1 or N = 1 a branch around an async copy would fold
@@ -452,7 +413,7 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         ldb = (ldb // 4).to(gl.int64) * 4
         ldc = (ldc // 4).to(gl.int64) * 4
         ldd = (ldd // 4).to(gl.int64) * 4
-    row0, col0 = _grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
+    row0, col0 = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
     if VARIANT == 4:
         _wgmma_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col0, HAS_C, BM, BN, BK, STAGES)
     else:

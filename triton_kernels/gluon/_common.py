@@ -61,3 +61,42 @@ def epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C: gl
     mask = (rows < M)[:, None] & (cols < N)[None, :]
     d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
     gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+
+
+@gluon.jit
+def grouped_tile(pid, M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
+    """First row and column (int64) of program pid's tile: programs walk GROUP_M tile rows column by
+    column, so consecutive programs share B tiles and a group's A rows stay in L2."""
+    tiles_m = gl.cdiv(M, BM)
+    tiles_n = gl.cdiv(N, BN)
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = gl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    return pid_m.to(gl.int64) * BM, pid_n.to(gl.int64) * BN
+
+
+@gluon.jit
+def split_rows(x):
+    """x[:R/2], x[R/2:] - free when the top row bit is a register bit of x's layout (a wrap)."""
+    return gl.split(gl.permute(gl.reshape(x, [2, x.shape[0] // 2, x.shape[1]]), [1, 2, 0]))
+
+
+@gluon.jit
+def split_cols(x):
+    """x[:, :C/2], x[:, C/2:] - free when the top column bit is a register bit of x's layout."""
+    return gl.split(gl.permute(gl.reshape(x, [x.shape[0], 2, x.shape[1] // 2]), [0, 2, 1]))
+
+
+@gluon.jit
+def store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr):
+    LC: gl.constexpr = acc.type.layout
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, LC)).to(gl.int64)
+    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, LC)).to(gl.int64)
+    if full_n:   # no column mask: 16-byte stores where D and ldd allow
+        mask = (rows < M)[:, None]
+        d = epilogue(acc, alpha, beta, C, rows, cols, mask, ldc, HAS_C)
+        gl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    else:
+        epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
