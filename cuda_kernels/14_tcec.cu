@@ -42,9 +42,9 @@
 //              fragments (137), promotion every 8 k-tiles (no gain, relerr 2.3e-7 -> 3.6e-7), 8-byte B loads
 //              writing two core-matrix rows per lane (tcec_markidis fell from ~155 to 133-144; not profiled),
 //              two producer warpgroups splitting A and B for consumers that read both from shared memory
-//              (107).  What is left: at 255 registers (three 64-register
-//              accumulators) ptxas has no room to hide the split's latency; tcec_markidis, one accumulator
-//              and 154 registers, runs ~12% faster on the same split.
+//              (107).  tcec_markidis, with one 64-register accumulator (154 registers against 255), runs ~12%
+//              faster on the same split; the likeliest limit left, not proven, is that three accumulators leave
+//              ptxas no registers to hide the split's latency.  ncu of the final kernels: reports/ncu_tcec.csv.
 // Measured:    H100 SXM, study.sweep --quick of bc14610 (reports/), L2 flushed, median, randn inputs:
 //              4096^3 136.4 TFLOP/s, 2.62x cuBLAS SGEMM (52.0), relerr 2.3e-7 (SGEMM 1.1e-6), 1875 MHz;
 //              8192^3 128.5 TFLOP/s, 2.51x (51.3), relerr 2.5e-7 (SGEMM 1.6e-6).  tools/tcec_cuda_probe.py
