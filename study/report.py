@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from study import roofline
+from study import counters, roofline
 from study.accuracy import ACCURACY_COLUMNS, DISTRIBUTIONS, FIG8_COLUMNS, MAX_RELERR_DEFINITION, PAPER
 from study.schema import RESULT_COLUMNS
 from study.stages import STAGES
@@ -462,6 +462,23 @@ def render_figures(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) ->
     return rooflines, ("tflops_vs_size.png" if size else None), ("ladder_fp32.png" if ladder else None)
 
 
+def counter_tables(report_dir: Path) -> list[dict]:
+    """One table per reports/ncu_*.csv: what ncu counted for each profiled kernel (study/counters.py)."""
+    tables = []
+    for prof in counters.load_all(report_dir):
+        m = prof.machine
+        where = ", ".join(str(x) for x in (m.get("gpu"), m.get("commit") and f"commit {m['commit']}",
+                                           m.get("n") and f"{m['n']}^3 fp32") if x)
+        rows = [{"impl": r["impl"], "kernel": r["kernel"],
+                 **{k: fmt_num(r[k]) if r[k] is not None else "" for k in ("ms", "registers", "instructions_m",
+                                                                        "dram_read_mb", "issue_pct", "tensor_pct")},
+                 "conflicts": " / ".join(f"{int(r[k]):,}" if r[k] is not None else "" for k in
+                                         ("smem_ld_conflicts", "smem_st_conflicts"))}
+                for r in prof.rows]
+        tables.append({"source": prof.source, "where": where, "notes": prof.notes, "rows": rows})
+    return tables
+
+
 def context(report_dir: Path) -> dict:
     df, notes = load_results(report_dir / "results.csv")
     env = load_json(report_dir / "environment.json")
@@ -479,7 +496,7 @@ def context(report_dir: Path) -> dict:
         "ceilings_gpu": (ceilings or {}).get("gpu", ""),
         "rooflines": rooflines, "size_png": size_png, "ladder_png": ladder_png, "stage_tables": stage_tables(df),
         "n_rows": len(df), "failed": full_rows(failed), "columns": FULL_TABLE_COLUMNS, "rows": full_rows(df),
-        "notes": notes, "tcec": tcec,
+        "notes": notes, "tcec": tcec, "counters": counter_tables(report_dir),
         "links": [n for n in ("results.csv", "environment.json", "ceilings.json", "accuracy.csv", "fig8.csv")
                   if (report_dir / n).exists()]
                  + [f"{p.parent.name}/index.html" for p in sorted(report_dir.glob("*/index.html"))],  # other sweeps
