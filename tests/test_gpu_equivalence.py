@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import study
-from study.verify import judge, make_inputs, reference, run_and_judge
+from study.verify import judge, make_inputs, reference, reference_scale, run_and_judge
 from tests.helpers import ALPHA_BETA, impl_dtypes
 
 SHAPES = [(n, n, n) for n in (1, 7, 31, 33, 127, 257, 1000)] + [
@@ -86,5 +86,5 @@ def test_batched_launch_matches_float64(impl_name, B, M, N, K):
     d = impl.batched(a, b)
     torch.cuda.synchronize()
     for i, x in enumerate(xs):
-        v = judge(d[i], reference(x), impl.precision(dtype))
+        v = judge(d[i], reference(x), impl.precision(dtype), scale=lambda: reference_scale(x))
         assert v.passed, f"{impl_name} batch {i} of {B}, {M}x{N}x{K}: seed={x.seed}: {v.error}"

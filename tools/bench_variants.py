@@ -15,8 +15,9 @@ import torch
 
 from study import cuda_launch
 from study.cuda_build import NVCC_FLAGS
-from study.timing import ClockSampler, L2Flusher, bench
-from study.verify import judge, make_inputs, reference
+from _probe import cublas_row, setup
+from study.timing import bench
+from study.verify import judge
 
 
 def main() -> None:
@@ -27,15 +28,9 @@ def main() -> None:
     ap.add_argument("--shapes", default="4096,8192")
     args = ap.parse_args()
     flags = NVCC_FLAGS + tuple(f"-D{d}" for d in args.defines)
-    dev = torch.device("cuda", 0)
-    flush, clock = L2Flusher(dev), ClockSampler(dev)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    dev, flush, clock = setup()
     for n in (int(s) for s in args.shapes.split(",")):
-        x = make_inputs(n, n, n, "fp32", dev)
-        ref = reference(x)
-        t = bench(lambda: torch.mm(x.a, x.b, out=x.out), flush, clock)
-        base = 2 * n**3 / t.ms / 1e9
-        print(f"{n}^3 cublas {base:7.2f} TFLOP/s  {t.sm_clock_mhz or 0:.0f} MHz", flush=True)
+        x, ref, base = cublas_row(n, dev, flush, clock)
         for v in args.variants:
             entry, tile, threads, *smem = v.split(":")
             bm, bn = (int(s) for s in tile.split("x"))

@@ -15,8 +15,9 @@ import torch
 import triton
 
 from study.contract import validate
-from study.timing import ClockSampler, L2Flusher, bench
-from study.verify import judge, make_inputs, reference
+from _probe import cublas_row, setup
+from study.timing import bench
+from study.verify import judge
 from triton_kernels._common import gemm_args
 
 # (module, kernel attribute, BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, maxnreg)
@@ -38,15 +39,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="4096,8192")
     args = ap.parse_args()
-    dev = torch.device("cuda", 0)
-    flush, clock = L2Flusher(dev), ClockSampler(dev)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    dev, flush, clock = setup()
     for n in (int(s) for s in args.shapes.split(",")):
-        x = make_inputs(n, n, n, "fp32", dev)
-        ref = reference(x)
-        t = bench(lambda: torch.mm(x.a, x.b, out=x.out), flush, clock)
-        base = 2 * n**3 / t.ms / 1e9
-        print(f"{n}^3 cublas {base:7.2f} TFLOP/s  {t.sm_clock_mhz or 0:.0f} MHz", flush=True)
+        x, ref, base = cublas_row(n, dev, flush, clock)
         p = validate("probe", {"fp32": "fp32"}, {}, x.a, x.b, out=x.out)
         for mod_name, attr, bm, bn, bk, warps, stages, maxnreg in PROBES:
             kernel = getattr(importlib.import_module(f"triton_kernels.{mod_name}"), attr)
