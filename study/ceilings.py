@@ -2,7 +2,7 @@
 
 * DRAM bandwidth: a large device-to-device copy, bytes read + written.
 * FP32 FMA peak: study/kernels/fma_peak.cu, independent FMA chains on every lane.
-* Tensor-core peaks: the largest cuBLAS GEMM (8192^3) for fp16, bf16 and tf32, torch._int_mm for int8.
+* Tensor-core peaks: the largest cuBLAS GEMM (8192^3) for fp16, bf16, tf32 and fp64, torch._int_mm for int8.
   A library GEMM reaches ~75-85% of the datasheet rate, so these are "achievable" ceilings.
 """
 from __future__ import annotations
@@ -20,11 +20,12 @@ _H100_PCIE = "NVIDIA H100 Tensor Core GPU datasheet (PCIe; tensor figures halved
 _H200 = "NVIDIA H200 Tensor Core GPU datasheet (SXM; tensor figures halved from the with-sparsity values)"
 DATASHEET = {
     "H100 PCIe": dict(dram_gbps=2000, fp32_fma_tflops=51, tf32_tc_tflops=378, fp16_tc_tflops=756,
-                      bf16_tc_tflops=756, int8_tc_tops=1513, source=_H100_PCIE),
+                      bf16_tc_tflops=756, int8_tc_tops=1513, fp64_tc_tflops=51,
+                      source=_H100_PCIE),
     "H100": dict(dram_gbps=3350, fp32_fma_tflops=67, tf32_tc_tflops=494.5, fp16_tc_tflops=989.5,
-                 bf16_tc_tflops=989.5, int8_tc_tops=1979, source=_H100_SXM),
+                 bf16_tc_tflops=989.5, int8_tc_tops=1979, fp64_tc_tflops=67, source=_H100_SXM),
     "H200": dict(dram_gbps=4800, fp32_fma_tflops=67, tf32_tc_tflops=494.5, fp16_tc_tflops=989.5,
-                 bf16_tc_tflops=989.5, int8_tc_tops=1979, source=_H200),
+                 bf16_tc_tflops=989.5, int8_tc_tops=1979, fp64_tc_tflops=67, source=_H200),
 }
 
 
@@ -87,6 +88,7 @@ def measure(device, clock) -> dict:
         "fp16_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float16), "cuBLAS 8192^3 fp16, median of 20"),
         "bf16_tc_tflops": (lambda: gemm_tflops(device, clock, torch.bfloat16), "cuBLAS 8192^3 bf16, median of 20"),
         "int8_tc_tops": (lambda: gemm_tflops(device, clock, torch.int8), "torch._int_mm 8192^3 int8->int32, median of 20"),
+        "fp64_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float64), "cuBLAS 8192^3 fp64 (DGEMM), median of 20"),
     }
     measured, clocks, method, errors = {}, {}, {}, {}
     for key, (fn, how) in probes.items():

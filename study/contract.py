@@ -2,6 +2,11 @@
 
     D = alpha * A @ B + beta * C          A: MxK, B: KxN, C and D: MxN, row-major torch tensors
 
+* C and D have the implementation's output dtype (`Impl.out_dtypes`, by default the input dtype): a tensor-
+  core type pair such as fp16 -> fp32 (seed 003) reads fp16 A and B and reads and writes fp32 C and D.
+* A and B may also be column-major (a transposed view such as `x.t()`), if the implementation declares the
+  "col-major" layout (`Impl.layouts`); every other implementation refuses them before launch.
+* Integer dtypes take integral alpha and beta only (the epilogue is integer arithmetic).
 * M, N, K are any integers from 1 to MAX_DIM = 2**31 - 2**16: the kernels count rows, columns and k in
   32-bit integers (offsets are 64-bit), and a tiled loop steps past its bound by up to one tile.
 * beta == 0 never reads C: C may be None or full of NaN.  beta != 0 needs C.
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
-          "int8": torch.int8, "int32": torch.int32}
+          "int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 MAX_DIM = 2**31 - 2**16
 
@@ -37,10 +42,25 @@ class Problem:
     out: torch.Tensor
     alpha: float
     beta: float
+    a_col: bool = False          # A (or B) is column-major: element (i, k) at A[i + k * lda]
+    b_col: bool = False
 
     @property
     def mnk(self) -> tuple[int, int, int]:
         return self.a.shape[0], self.b.shape[1], self.a.shape[1]
+
+    @property
+    def lda(self) -> int:
+        return pitch(self.a)
+
+    @property
+    def ldb(self) -> int:
+        return pitch(self.b)
+
+    @property
+    def layouts(self) -> str:
+        """"rr", "rc", "cr" or "cc": A's and B's storage order (r = row-major, c = column-major)."""
+        return ("c" if self.a_col else "r") + ("c" if self.b_col else "r")
 
 
 def dtype_name(t: torch.dtype) -> str:
@@ -50,6 +70,17 @@ def dtype_name(t: torch.dtype) -> str:
 def _row_major(t: torch.Tensor) -> bool:
     rows, cols = t.shape
     return t.stride(1) == 1 and (rows == 1 or t.stride(0) >= cols)
+
+
+def _col_major(t: torch.Tensor) -> bool:
+    rows, cols = t.shape
+    return t.stride(0) == 1 and (cols == 1 or t.stride(1) >= rows)
+
+
+def pitch(t: torch.Tensor) -> int:
+    """The leading dimension: the stride between rows of a row-major matrix, between columns of a column-
+    major one (a matrix that is both, one row or one column, counts as row-major)."""
+    return t.stride(0) if _row_major(t) else t.stride(1)
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
@@ -66,7 +97,8 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 def validate(name: str, dtypes: dict[str, str], out_dtypes: dict[str, str], a, b, c=None,
-             alpha=1.0, beta=0.0, out=None, *, allow_cpu: bool = False) -> Problem:
+             alpha=1.0, beta=0.0, out=None, *, allow_cpu: bool = False,
+             layouts: tuple[str, ...] = ("row-major",)) -> Problem:
     """Check one call against the contract and `name`'s declared support; allocate D if `out` is None."""
     def fail(exc, msg):
         raise exc(f"{name}: {msg}")
@@ -92,6 +124,9 @@ def validate(name: str, dtypes: dict[str, str], out_dtypes: dict[str, str], a, b
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             fail(TypeError, f"{label} must be a finite real number, got {v!r}")
     alpha, beta = float(alpha), float(beta)
+    if not DTYPES[dt].is_floating_point and not (alpha.is_integer() and beta.is_integer()):
+        fail(ValueError, f"{dt} GEMMs take integral alpha and beta, got alpha={alpha!r}, beta={beta!r}")
+    odt = DTYPES[out_dtypes.get(dt, dt)]
 
     if beta != 0.0:
         if c is None:
@@ -100,12 +135,10 @@ def validate(name: str, dtypes: dict[str, str], out_dtypes: dict[str, str], a, b
             fail(TypeError, f"C must be a torch.Tensor, got {type(c).__name__}")
         if tuple(c.shape) != (M, N):
             fail(ValueError, f"C must be {M}x{N}, got {tuple(c.shape)}")
-        if c.dtype != a.dtype:
-            fail(TypeError, f"C must be {dt} like A and B, got {dtype_name(c.dtype)}")
+        if c.dtype != odt:
+            fail(TypeError, f"C must be {dtype_name(odt)} (the output dtype for {dt} inputs), got {dtype_name(c.dtype)}")
     else:
         c = None  # beta == 0: C is never read, whatever it holds
-
-    odt = DTYPES[out_dtypes.get(dt, dt)]
     if out is not None:
         if not isinstance(out, torch.Tensor):
             fail(TypeError, f"out must be a torch.Tensor, got {type(out).__name__}")
@@ -113,10 +146,17 @@ def validate(name: str, dtypes: dict[str, str], out_dtypes: dict[str, str], a, b
             fail(ValueError, f"out must be {M}x{N} {dtype_name(odt)}, got {tuple(out.shape)} {dtype_name(out.dtype)}")
 
     operands = [("A", a), ("B", b)] + ([("C", c)] if c is not None else []) + ([("out", out)] if out is not None else [])
+    col = {}
     for label, t in operands:
-        if not _row_major(t):
-            fail(ValueError, f"{label} must be row-major (unit column stride), got strides {tuple(t.stride())}; "
-                             f"pass .contiguous() explicitly if a copy is acceptable")
+        if _row_major(t):
+            col[label] = False
+        elif label in "AB" and "col-major" in layouts and _col_major(t):
+            col[label] = True
+        else:
+            takes = "row-major or column-major" if label in "AB" and "col-major" in layouts else "row-major"
+            fail(ValueError, f"{label} must be {takes} (unit stride along one dimension), got strides "
+                             f"{tuple(t.stride())}; this implementation takes layouts {list(layouts)}, so pass "
+                             f".contiguous() explicitly if a copy is acceptable")
     devices = {t.device for _, t in operands}
     if len(devices) != 1:
         fail(ValueError, f"all operands must be on one device, got {sorted(map(str, devices))}")
@@ -129,4 +169,4 @@ def validate(name: str, dtypes: dict[str, str], out_dtypes: dict[str, str], a, b
         fail(ValueError, f"needs CUDA tensors, got {dev}")
     if out is None:
         out = torch.empty((M, N), dtype=odt, device=dev)
-    return Problem(a, b, c, out, alpha, beta)
+    return Problem(a, b, c, out, alpha, beta, col["A"], col["B"])

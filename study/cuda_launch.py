@@ -95,7 +95,8 @@ def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int 
 
 
 # Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
-CTYPES = {"int": ctypes.c_int, "i64": ctypes.c_longlong, "float": ctypes.c_float, "ptr": ctypes.c_void_p}
+CTYPES = {"int": ctypes.c_int, "i64": ctypes.c_longlong, "float": ctypes.c_float, "double": ctypes.c_double,
+          "ptr": ctypes.c_void_p}
 
 
 def launch(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,

@@ -47,6 +47,7 @@ class CudaLaunch:
     dynamic_smem: int = 0
     spills_ok: bool = False          # CI fails on register spills unless a kernel declares them deliberate
     unaligned_entry: str = ""
+    scalar: str = field(default="float", repr=False)   # C type of alpha and beta ("double": tensor-core stages)
 
     def grid(self, name: str, M: int, N: int) -> tuple[int, int, int]:
         over_m, over_n = -(-M // self.tile[0]), -(-N // self.tile[1])
@@ -74,9 +75,9 @@ class CudaLaunch:
         k = cuda_launch.kernel(CUDA_DIR / self.source, entry, p.a.device, self.dynamic_smem)
         c = p.c if p.c is not None else p.out   # never read when beta == 0 (the kernel checks beta)
         cuda_launch.launch(k, (gx, gy, depth), self.block, self.dynamic_smem, [
-            ("int", M), ("int", N), ("int", K), ("float", p.alpha),
-            ("ptr", p.a), ("i64", p.a.stride(0)), ("ptr", p.b), ("i64", p.b.stride(0)),
-            ("float", p.beta), ("ptr", c), ("i64", c.stride(0)), ("ptr", p.out), ("i64", p.out.stride(0)),
+            ("int", M), ("int", N), ("int", K), (self.scalar, p.alpha),
+            ("ptr", p.a), ("i64", p.lda), ("ptr", p.b), ("i64", p.ldb),
+            (self.scalar, p.beta), ("ptr", c), ("i64", c.stride(0)), ("ptr", p.out), ("i64", p.out.stride(0)),
         ] + extra, p.a.device)
 
     def resources(self) -> dict:
@@ -110,9 +111,39 @@ class CudaBatchedLaunch(CudaLaunch):
         return out
 
 
+@dataclass(frozen=True)
+class CudaTypedLaunch(CudaLaunch):
+    """A tensor-core stage: one entry per type pair and operand layout, named by filling `entry`'s fields:
+    {pair} from `pairs` (input dtype -> the .cu file's tag, e.g. "fp16" -> "f16f32"), {ab} from the call's
+    layouts ("rr", "rc", "cr", "cc"; see Problem.layouts).  With `vec`, a call whose operands are not all
+    16-byte aligned gets the same name + "_unaligned" (scalar copies, never a misaligned cp.async)."""
+    pairs: tuple[tuple[str, str], ...] = ()
+    layouts: tuple[str, ...] = ("rr",)
+    vec: bool = False
+    scalar: str = "double"
+
+    def entries(self) -> tuple[str, ...]:
+        names = [self.entry.format(pair=tag, ab=ab) for _, tag in self.pairs for ab in self.layouts]
+        return tuple(names + [n + "_unaligned" for n in names] if self.vec else names)
+
+    def entry_for(self, p) -> str:
+        from .contract import dtype_name
+        name = self.entry.format(pair=dict(self.pairs)[dtype_name(p.a.dtype)], ab=p.layouts)
+        if self.vec and not all(_aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None):
+            name += "_unaligned"
+        return name
+
+    def resources(self) -> dict:
+        from .cuda_build import build
+        r = build(CUDA_DIR / self.source).resources[self.entries()[0]]
+        return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem, "spills": r.spills}
+
+
 def _aligned16(t) -> bool:
-    """16-byte vectors are safe on every row: the start and the row pitch are multiples of 16 bytes."""
-    return t.data_ptr() % 16 == 0 and (t.shape[0] == 1 or (t.stride(0) * t.element_size()) % 16 == 0)
+    """16-byte vectors are safe on every row: the start and the pitch (row or column) are multiples of 16 bytes."""
+    from .contract import _row_major
+    lines, ld = (t.shape[0], t.stride(0)) if _row_major(t) else (t.shape[1], t.stride(1))
+    return t.data_ptr() % 16 == 0 and (lines == 1 or (ld * t.element_size()) % 16 == 0)
 
 
 @dataclass(frozen=True)
@@ -193,7 +224,7 @@ class Impl:
         """Check the call once and return (launch, D): `launch()` re-runs exactly this GEMM with no host-side
         checks, which is what the runner times."""
         from .contract import validate
-        p = validate(self.name, self.dtypes, self.out_dtypes, a, b, c, alpha, beta, out,
+        p = validate(self.name, self.dtypes, self.out_dtypes, a, b, c, alpha, beta, out, layouts=self.layouts,
                      allow_cpu=self.backend == "triton" and _interpreting())   # Gluon has no interpreter
         return (lambda: self.launch(self.name, p)), p.out
 
@@ -270,6 +301,83 @@ WS_SMEM = CP_ASYNC_SMEM
 # floats, padded) and of B (BN floats), as Tile::SMEM_BYTES in the .cu file.
 BEST_TILES = ((128, 256, 256, 32), (128, 128, 128, 32), (64, 64, 128, 16))
 
+# Tensor-core stages 10-13.  Input dtype -> (precision label, output dtype, the .cu file's type-pair tag).
+# Stage 10 follows seed 003: D (and C) have the accumulator's type, so fp16 -> fp32 reads fp16 A and B and
+# writes fp32 D.  Stages 11-13 follow cuBLAS's HGEMM instead: fp32 accumulation, D in the input dtype.
+WMMA_PAIRS = {
+    "fp16": ("fp16/fp32acc", "fp32", "f16f32"),
+    "bf16": ("bf16/fp32acc", "fp32", "bf16f32"),
+    "fp32": ("tf32", "fp32", "tf32f32"),
+    "int8": ("int8/int32acc", "int32", "i8i32"),
+    "uint8": ("uint8/int32acc", "int32", "u8i32"),
+    "fp64": ("fp64", "fp64", "f64f64"),
+}
+WMMA_F16ACC = {"fp16": ("fp16/fp16acc", "fp16", "f16f16")}
+HALF_IO = {"fp16": ("fp16/fp32acc", "fp16", "f16"), "bf16": ("bf16/fp32acc", "bf16", "bf16")}
+BOTH_LAYOUTS = ("row-major", "col-major")
+ALL_AB = ("rr", "rc", "cr", "cc")
+
+
+def _pairs(table: dict, only=None) -> dict:
+    return {d: v for d, v in table.items() if only is None or d in only}
+
+
+def _tc_impl(name: str, backend: str, s: Stage, pairs: dict, launch, sources, title: str = "",
+             layouts: tuple[str, ...] = ("row-major",)) -> Impl:
+    return Impl(name, backend, s, {d: v[0] for d, v in pairs.items()}, launch, sources, title or s.title,
+                out_dtypes={d: v[1] for d, v in pairs.items() if v[1] != d}, layouts=layouts)
+
+
+def _cuda_tc(source: str, entry: str, pairs: dict, block: int, tile: tuple[int, int], smem: int = 0,
+             layouts: tuple[str, ...] = ("rr",), vec: bool = False) -> CudaTypedLaunch:
+    return CudaTypedLaunch(source, entry, (block, 1, 1), tile, dynamic_smem=smem,
+                           pairs=tuple((d, v[2]) for d, v in pairs.items()), layouts=layouts, vec=vec)
+
+
+# --- stage 10: WMMA over seed 003's type pairs (cuda_kernels/10_wmma.cu, triton_kernels/10_wmma.py,
+# triton_kernels/gluon/10_wmma.py).  Fragment shape per variant: the default entry uses 16x16x16 (16x16x8 for
+# tf32, 8x8x4 for fp64); the -m32n8k16 and -m8n32k16 variants the API's other two shapes.
+WMMA_SHAPED = ("fp16", "bf16", "int8", "uint8")
+
+
+def _wmma_stage() -> list[Impl]:
+    s = stage("10")
+    src, tri, glu = f"{s.key}.cu", _triton_sources(s.key), _gluon_sources(s.key)
+    impls = []
+    for suffix, pairs, entry in (("", WMMA_PAIRS, "wmma_{pair}_{ab}"),
+                                 ("-f16acc", WMMA_F16ACC, "wmma_{pair}_{ab}"),
+                                 ("-m32n8k16", _pairs(WMMA_PAIRS, WMMA_SHAPED), "wmma_m32n8k16_{pair}_{ab}"),
+                                 ("-m8n32k16", _pairs(WMMA_PAIRS, WMMA_SHAPED), "wmma_m8n32k16_{pair}_{ab}")):
+        cuda = _cuda_tc(src, entry, pairs, 128, (64, 64), layouts=ALL_AB)
+        impls.append(_tc_impl(f"cuda:{s.key}{suffix}", "cuda", s, pairs, cuda, _cuda_sources(src),
+                              f"{s.title}{' (' + suffix[1:] + ')' if suffix else ''}", BOTH_LAYOUTS))
+    no_u8 = _pairs(WMMA_PAIRS, ("fp16", "bf16", "fp32", "int8", "fp64"))
+    impls += [
+        _tc_impl(f"triton:{s.key}", "triton", s, no_u8, TritonLaunch(s.key), tri, layouts=BOTH_LAYOUTS),
+        _tc_impl(f"triton:{s.key}-f16acc", "triton", s, WMMA_F16ACC, TritonLaunch(s.key, "gemm_f16acc"), tri,
+                 f"{s.title} (f16acc)", BOTH_LAYOUTS),
+        _tc_impl(f"gluon:{s.key}", "gluon", s, _pairs(WMMA_PAIRS, ("fp16", "bf16", "fp32", "int8")),
+                 TritonLaunch(f"gluon.{s.key}"), glu, layouts=BOTH_LAYOUTS),
+    ]
+    return impls
+
+
+# --- stages 11-13: fp16 and bf16 in, fp32 accumulation, D in the input dtype (as cuBLAS HGEMM).
+# Each .cu file has one entry per dtype ({pair} = "f16" | "bf16") and its "_unaligned" twin.
+WMMA_ASYNC_SMEM = 4 * (128 * (32 + 16) + 32 * (128 + 16)) * 2   # 11_wmma_async.cu: 4 slots of A 128x48, B 32x144 halves
+MMA_SMEM = 3 * (128 * 32 + 32 * 128) * 2        # 12: 3 slots of a 128x32 A and a 32x128 B tile (48 KiB)
+SWIZZLE_SMEM = 4 * (128 * 64 + 64 * 256) * 2    # 13: 4 slots of a 128x64 A and a 64x256 B tile (192 KiB)
+
+
+def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch) -> list[Impl]:
+    s = stage(number)
+    return [
+        _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO, cuda, _cuda_sources(f"{s.key}.cu")),
+        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key)),
+        _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"), _gluon_sources(s.key)),
+    ]
+
+
 # Stage 14 (seed 002): fp32 inputs on tensor cores, one kernel per backend in four variants.  Name suffix ->
 # (precision label, CUDA entry, Triton/Gluon function); the labels' tolerances are in study/schema.py.
 TCEC_VARIANTS = {
@@ -321,9 +429,17 @@ _IMPLS: list[Impl] = [
     *_stage("09", CudaDispatch(tuple(_simt("09_best_simt.cu", f"sgemm_best_{bm}x{bn}", (bm, bn), thr,
                                            3 * bk * (bm + 4 + bn) * 4, vec=True)
                                      for bm, bn, thr, bk in BEST_TILES)), FP32, gluon=True),
+    *_wmma_stage(),
+    *_half_stage("11", _cuda_tc("11_wmma_async.cu", "wmma_async_{pair}", HALF_IO, 256, (128, 128),
+                                WMMA_ASYNC_SMEM, vec=True)),
+    *_half_stage("12", _cuda_tc("12_mma_ldmatrix.cu", "mma_{pair}", HALF_IO, 256, (128, 128), MMA_SMEM, vec=True)),
+    *_half_stage("13", _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM,
+                                vec=True)),
     *_tcec_stage(),
-    Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
+    Impl("cublas", "cublas", None, {**FP32, **HALF, "fp64": "fp64"}, TorchLaunch("gemm_fp32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
+    Impl("cublas:int8", "cublas", None, {"int8": "int8/int32acc"}, TorchLaunch("gemm_int8"),
+         (ROOT / "study" / "cublas.py",), "cuBLASLt int8 (torch._int_mm)", out_dtypes={"int8": "int32"}),
     Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 on)"),
     Impl("triton:tuned", "triton", None, {**FP32, **HALF}, TritonLaunch("baseline_tuned", "gemm_ieee"),
@@ -352,13 +468,14 @@ def stages() -> tuple[Stage, ...]:
     return STAGES
 
 
-def baseline_for(dtype: str, precision: str) -> Impl:
-    """The cuBLAS entry a row is compared with: same input dtype and, where cuBLAS has it, same precision."""
+def baseline_for(dtype: str, precision: str) -> Impl | None:
+    """The cuBLAS entry a row is compared with: same input dtype and, where cuBLAS has it, same precision;
+    None where cuBLAS takes no such input (uint8)."""
     cands = [i for i in implementations("cublas", dtype)]
     for i in cands:
         if i.dtypes[dtype] == precision:
             return i
-    return cands[0]
+    return cands[0] if cands else None
 
 
 def cuda_sources() -> list[tuple[Path, str, bool]]:

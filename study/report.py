@@ -453,10 +453,10 @@ def render_figures(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) ->
     for old in [*report_dir.glob("roofline_*.png"), report_dir / "tflops_vs_size.png", report_dir / "ladder_fp32.png"]:
         old.unlink(missing_ok=True)
     rooflines = []
-    for dtype in roofline.dtype_order(df["dtype"]) if not df.empty else []:
-        name = f"roofline_{_safe(dtype)}.png"
-        if roofline.roofline(df, ceilings, dtype, report_dir / name):
-            rooflines.append({"dtype": dtype, "src": name})
+    for group, title in roofline.roofline_groups(df):
+        name = f"roofline_{_safe(group)}.png"
+        if roofline.roofline(df, ceilings, group, report_dir / name):
+            rooflines.append({"dtype": title, "src": name})
     size = roofline.tflops_vs_size(df, report_dir / "tflops_vs_size.png")
     ladder = roofline.ladder(df, report_dir / "ladder_fp32.png")
     return rooflines, ("tflops_vs_size.png" if size else None), ("ladder_fp32.png" if ladder else None)
@@ -468,7 +468,7 @@ def counter_tables(report_dir: Path) -> list[dict]:
     for prof in counters.load_all(report_dir):
         m = prof.machine
         where = ", ".join(str(x) for x in (m.get("gpu"), m.get("commit") and f"commit {m['commit']}",
-                                           m.get("n") and f"{m['n']}^3 fp32") if x)
+                                           m.get("n") and f"{m['n']}^3 {m.get('dtype', 'fp32')}") if x)
         rows = [{"impl": r["impl"], "kernel": r["kernel"],
                  **{k: fmt_num(r[k]) if r[k] is not None else "" for k in ("ms", "registers", "instructions_m",
                                                                         "dram_read_mb", "issue_pct", "tensor_pct")},

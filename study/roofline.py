@@ -6,6 +6,7 @@ Matplotlib objects are built without pyplot, so rendering never touches a displa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,12 @@ CEILINGS: dict[str, tuple[str, str]] = {
     "fp16_tc_tflops": ("FP16 TC", "#12711c"),
     "bf16_tc_tflops": ("BF16 TC", "#591e71"),
     "int8_tc_tops": ("INT8 TC", "#b8850a"),
+    # The mma.sync issue peaks (study/kernels/mma_peak.cu): what stages 10-13 can reach without wgmma.
+    "mma_sync_fp16_tflops": ("mma.sync FP16", "#3d8c45"),
+    "mma_sync_bf16_tflops": ("mma.sync BF16", "#8a5aa0"),
+    "mma_sync_tf32_tflops": ("mma.sync TF32", "#4b6cc0"),
+    "mma_sync_int8_tops": ("mma.sync INT8", "#d4a73a"),
+    "fp64_tc_tflops": ("FP64 TC", "#6b3e26"),
 }
 DRAM_KEY, DRAM_COLOUR = "dram_gbps", "#3c3c3c"
 OTHER_CEILING_COLOUR = "#592f0d"
@@ -44,13 +51,24 @@ SPLIT_CEILINGS: dict[str, tuple[str, str, str]] = {
     "tf32_tc_tflops": ("tf32_tc_over3_tflops", "TF32 TC / 3 (3xTF32)", "#4b4bb0"),
 }
 
-# The ceilings that actually bound a given input dtype; the others are drawn fainter for context.
+# One roofline per group of rows: each input dtype of its own, except that the tensor-core stages' dtypes are
+# drawn by family (issue 7): fp16 and bf16 together, tf32 (fp32 inputs computed in TF32), int8 and uint8.
+# Group -> (title, row filter).  A row may sit on two figures: a TF32 row is also an fp32-input row.
+TC_FAMILIES: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
+    "fp16_bf16": ("fp16 / bf16 tensor cores", lambda df: df["dtype"].isin(["fp16", "bf16"])),
+    "tf32": ("tf32 tensor cores (fp32 inputs)", lambda df: df["precision"] == "tf32"),
+    "int8": ("int8 / uint8 tensor cores", lambda df: df["dtype"].isin(["int8", "uint8"])),
+}
+_FAMILY_OF_DTYPE = {"fp16": "fp16_bf16", "bf16": "fp16_bf16", "int8": "int8", "uint8": "int8"}
+
+# The ceilings that actually bound a group; in a dtype's figure the others are drawn fainter for context, in a
+# tensor-core family's figure they are left out.
 RELEVANT = {
     "fp32": {"fp32_fma_tflops", "tf32_tc_tflops", *(k for k, _, _ in SPLIT_CEILINGS.values())},
-    "tf32": {"tf32_tc_tflops"},
-    "fp16": {"fp16_tc_tflops"},
-    "bf16": {"bf16_tc_tflops"},
-    "int8": {"int8_tc_tops"},
+    "tf32": {"tf32_tc_tflops", "mma_sync_tf32_tflops"},
+    "fp16_bf16": {"fp16_tc_tflops", "bf16_tc_tflops", "mma_sync_fp16_tflops", "mma_sync_bf16_tflops"},
+    "int8": {"int8_tc_tops", "mma_sync_int8_tops"},
+    "fp64": {"fp64_tc_tflops"},
 }
 
 STAGE_MARKERS = ("o", "s", "^", "D", "v", "<", ">", "h", "p", "d", "8", "H")
@@ -86,7 +104,7 @@ def prepare(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     for col in NUMERIC:
         df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else np.nan
-    for col in ("stage", "impl", "backend", "dtype", "shape_set", "stage_title"):
+    for col in ("stage", "impl", "backend", "dtype", "precision", "shape_set", "stage_title"):
         df[col] = df[col].fillna("").astype(str) if col in df else ""
     # A stage read back as the integer 1 must still match "01".
     df["stage"] = df["stage"].map(lambda s: s.zfill(2) if s.isdigit() else s)
@@ -154,8 +172,20 @@ def _plottable(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
     return out
 
 
-def _of_dtype(df: pd.DataFrame, dtype: str) -> pd.DataFrame:
-    return df[df["dtype"] == dtype]
+def _of_group(df: pd.DataFrame, group: str) -> pd.DataFrame:
+    if group in TC_FAMILIES:
+        return df[TC_FAMILIES[group][1](df)]
+    return df[df["dtype"] == group]
+
+
+def roofline_groups(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """(group, title) of every roofline the rows call for: the input dtypes outside the tensor-core families,
+    then each family with rows."""
+    if df is None or df.empty:
+        return []
+    df = prepare(df)
+    plain = [d for d in dtype_order(df["dtype"]) if d not in _FAMILY_OF_DTYPE]
+    return [(d, d) for d in plain] + [(g, title) for g, (title, keep) in TC_FAMILIES.items() if keep(df).any()]
 
 
 def _theme():
@@ -281,10 +311,10 @@ def _label_ceiling(ax, key, label, colour, m, d, dram, xlim, va, alpha) -> None:
                 color=colour, alpha=alpha)
 
 
-def _draw_ceilings(ax, ceils, dram, dtype: str, xlim, ylim) -> None:
+def _draw_ceilings(ax, ceils, dram, group: str, xlim, ylim) -> None:
     _draw_dram(ax, ceils, dram, xlim, ylim)
     sides = _label_sides(ceils)
-    relevant = RELEVANT.get(dtype, set())
+    relevant = RELEVANT.get(group, set())
     for key, label, colour, m, d in ceils:
         strong = key in relevant or not relevant
         alpha = 0.95 if strong else 0.5
@@ -322,19 +352,21 @@ def _legend_handles(points: pd.DataFrame, styles: dict[str, Style], with_ceiling
 
 
 def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) -> Path | None:
-    """Roofline of one input dtype: the CUDA, Triton and Gluon ladders side by side (each panel that has
-    rows), cuBLAS on every panel for reference."""
+    """Roofline of one input dtype, or of one tensor-core family (TC_FAMILIES): the CUDA, Triton and Gluon
+    forms side by side (each panel that has rows), cuBLAS on every panel for reference."""
     if df is None or df.empty:
         return None
-    points = _plottable(_of_dtype(prepare(df), dtype), "intensity", "tflops")
+    points = _plottable(_of_group(prepare(df), dtype), "intensity", "tflops")
     if points.empty:
         return None
     styles = series_styles(prepare(df))
     ceils, dram = ceiling_values(ceilings), _dram(ceilings)
     if dtype == "fp32" and (points["stage"] == TCEC_STAGE).any():
         ceils += split_ceilings(ceilings)
+    if dtype in TC_FAMILIES:
+        ceils = [c for c in ceils if c[0] in RELEVANT[dtype]]
     xlim, ylim = _limits(points, ceils, dram)
-    unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
+    unit = "TOP/s" if dtype.startswith(("int", "uint")) else "TFLOP/s"
     axes_rc, ctx_rc = _theme()
     with axes_rc, ctx_rc:
         panels = [p for p in PANELS if p[1] in set(points["backend"])] or list(PANELS[:1])
@@ -344,7 +376,8 @@ def roofline(df: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) ->
             panel = points[points["backend"].isin({backend, "cublas"})]
             _draw_ceilings(ax, ceils, dram, dtype, xlim, ylim)
             _draw_points(ax, panel, styles)
-            ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim, title=f"{title} ({dtype}, cuBLAS for reference)",
+            what = TC_FAMILIES[dtype][0] if dtype in TC_FAMILIES else dtype
+            ax.set(xscale="log", yscale="log", xlim=xlim, ylim=ylim, title=f"{title} ({what}, cuBLAS for reference)",
                    xlabel="arithmetic intensity (FLOP/byte, compulsory traffic)")
             _plain_log_ticks(ax)
             if panel.empty:

@@ -94,6 +94,31 @@ STAGES: tuple[Stage, ...] = (
                          "thread, and the autotuner picks among 8 configs per shape"},
     ),
     Stage(
+        "10", "wmma", "WMMA fragments, every type pair",
+        "seed 003 (generic WMMA GEMM over type pairs), seed 000 kernel 7",
+        "The first tensor-core stage: each warp multiplies 16x16x16 (or 32x8x16, 8x32x16, 16x16x8 for tf32, "
+        "8x8x4 for fp64) fragments with the CUDA WMMA API, for every input/accumulator type pair the API "
+        "offers, with A and B in either storage order and ragged edges staged through zero-padded tiles.",
+    ),
+    Stage(
+        "11", "wmma_async", "WMMA + cp.async shared-memory staging",
+        "seed 000 kernel 7b",
+        "As stage 10 for fp16 and bf16, but a block's A and B tiles arrive in shared memory through a multi-"
+        "stage cp.async ring, so the copies of later k-tiles overlap the tensor-core work on the current one.",
+    ),
+    Stage(
+        "12", "mma_ldmatrix", "mma.sync m16n8k16 + ldmatrix, 2D warp tiling",
+        "seed 000 kernel 8 (and its 2D warp-tiled variant)",
+        "WMMA's opaque fragments give way to the PTX instruction itself: ldmatrix loads the operand fragments "
+        "from shared memory and each warp issues mma.sync m16n8k16 over a large 2D tile of D held in registers.",
+    ),
+    Stage(
+        "13", "swizzle", "XOR-swizzled shared memory",
+        "seed 000 kernel 9",
+        "Stage 12 with the shared-memory tiles stored under an XOR swizzle of their 16-byte chunks, so that "
+        "neither the cp.async stores nor the ldmatrix loads hit the same bank twice (measured with ncu).",
+    ),
+    Stage(
         "14", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",
         "seed 002 (Ootomo & Yokota 2022, section 4.4, eqs. (6)-(7))",
         "Each fp32 operand is split into an fp16 high part and a scaled fp16 low part; three fp16 tensor-core "

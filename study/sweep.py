@@ -1,7 +1,7 @@
 """Run the study on the local GPU and write reports/: results.csv, environment.json, ceilings.json, plots,
 index.html.
 
-    python -m study.sweep --quick                 # a few minutes: square 256..8192, fp32 and bf16
+    python -m study.sweep --quick                 # ~5 minutes: square 256..8192, every dtype
     python -m study.sweep                         # the full ladder 128..8192 plus LLM-like shapes
     python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
     python -m study.sweep --resume                # skip rows already in results.csv
@@ -92,7 +92,7 @@ def plan(impls, shapes, dtypes):
             members = [i for i in impls if dtype in i.dtypes]
             if not members:
                 continue
-            baselines = {registry.baseline_for(dtype, i.precision(dtype)) for i in members}
+            baselines = {registry.baseline_for(dtype, i.precision(dtype)) for i in members} - {None}
             ordered = sorted(baselines, key=lambda i: i.name) + [i for i in members if i not in baselines]
             yield (M, N, K, shape_set, dtype, ordered)
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stages", default="all", help="comma list of stage numbers and/or 'baseline' (default all)")
     ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})))
-    ap.add_argument("--dtypes", default=None, help="comma list (default fp32,fp16,bf16; --quick: fp32,bf16)")
+    ap.add_argument("--dtypes", default=None, help="comma list (default: every dtype an implementation declares)")
     ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...]")
     ap.add_argument("--quick", action="store_true", help="fewer shapes and dtypes, shorter timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import ceilings, environment
     from .runner import Runner
 
-    dtypes = (args.dtypes or ("fp32,bf16" if args.quick else "fp32,fp16,bf16")).split(",")
+    from .roofline import dtype_order
+    every = dtype_order({d for i in registry.implementations() for d in i.dtypes})
+    dtypes = args.dtypes.split(",") if args.dtypes else every
     shapes = parse_shapes("square" if args.quick and args.shapes == "all" else args.shapes, args.quick)
     impls = select(args.stages, args.backends)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -148,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             for impl in ordered:
                 bar.set_description(f"{impl.name} {dtype} {M}x{N}x{K}")
                 key = (impl.name, dtype, M, N, K, args.alpha, args.beta)
-                base = None if impl.backend == "cublas" else \
-                    base_rows.get(registry.baseline_for(dtype, impl.precision(dtype)).name)
+                base_impl = None if impl.backend == "cublas" else registry.baseline_for(dtype, impl.precision(dtype))
+                base = base_rows.get(base_impl.name) if base_impl else None
                 if key in results.done:
                     row = results.done[key]
                 else:

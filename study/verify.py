@@ -25,22 +25,26 @@ class Inputs:
 
 def make_inputs(M: int, N: int, K: int, dtype: str, device, alpha=1.0, beta=0.0, out_dtype: str | None = None,
                 seed: int | None = None) -> Inputs:
-    """Fresh random operands (a new seed every call unless given; recorded so a failure can be replayed)."""
+    """Fresh random operands (a new seed every call unless given; recorded so a failure can be replayed).
+
+    Floating inputs are randn; integer inputs are small integers (int8 in [-8, 8), uint8 in [0, 16)), so
+    that no product sum over K <= 16384 overflows int32 and the result can be compared bit for bit.  C has
+    the output dtype; D is poisoned (NaN, or INT32_MIN for integers) so an unwritten element is caught."""
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
     g = torch.Generator(device=device).manual_seed(seed)
-    t = DTYPES[dtype]
+    ot = DTYPES[out_dtype or dtype]
 
-    def rand(r, c):
+    def rand(r, c, t):
         if t.is_floating_point:
             return torch.randn((r, c), generator=g, device=device, dtype=torch.float32).to(t)
-        return torch.randint(-8, 8, (r, c), generator=g, device=device, dtype=torch.int32).to(t)
+        low = 0 if t == torch.uint8 else -8
+        return torch.randint(low, low + 16, (r, c), generator=g, device=device, dtype=torch.int32).to(t)
 
-    a, b = rand(M, K), rand(K, N)
-    if beta == 0 and t.is_floating_point:
-        c = torch.full((M, N), float("nan"), device=device, dtype=t)   # must never be read
+    a, b = rand(M, K, DTYPES[dtype]), rand(K, N, DTYPES[dtype])
+    if beta == 0 and ot.is_floating_point:
+        c = torch.full((M, N), float("nan"), device=device, dtype=ot)   # must never be read
     else:
-        c = rand(M, N)
-    ot = DTYPES[out_dtype or dtype]
+        c = rand(M, N, ot)
     out = torch.full((M, N), float("nan") if ot.is_floating_point else -(2**31), device=device, dtype=ot)
     return Inputs(a, b, c, out, float(alpha), float(beta), seed)
 

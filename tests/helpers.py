@@ -6,13 +6,16 @@ import pytest
 import study
 
 
-def impl_dtypes(backends=None, marks_for=None):
-    """pytest params (impl_name, dtype) for every registered implementation and dtype it declares."""
+def impl_dtypes(backends=None, marks_for=None, only=None, dtype_filter=None):
+    """pytest params (impl_name, dtype) for every registered implementation and dtype it declares (or those
+    `only(impl)` and `dtype_filter(impl, dtype)` keep)."""
     out = []
     for impl in study.implementations():
-        if backends and impl.backend not in backends:
+        if (backends and impl.backend not in backends) or (only and not only(impl)):
             continue
         for dtype in impl.dtypes:
+            if dtype_filter and not dtype_filter(impl, dtype):
+                continue
             marks = marks_for(impl, dtype) if marks_for else ()
             out.append(pytest.param(impl.name, dtype, id=f"{impl.name}-{dtype}", marks=marks))
     return out
@@ -20,3 +23,17 @@ def impl_dtypes(backends=None, marks_for=None):
 
 # (alpha, beta): the default; a general case with C read; a negative alpha with beta = 1.
 ALPHA_BETA = [(1.0, 0.0), (2.5, -0.75), (-1.0, 1.0)]
+
+
+def scalars(dtype: str, alpha: float, beta: float) -> tuple[float, float]:
+    """(alpha, beta) as the test means them; integer GEMMs take integral scalars, so the general case
+    (2.5, -0.75) becomes (2, -3) there."""
+    from study.contract import DTYPES
+    if DTYPES[dtype].is_floating_point:
+        return alpha, beta
+    return {(2.5, -0.75): (2.0, -3.0)}.get((alpha, beta), (alpha, beta))
+
+
+def column_major(t):
+    """The same matrix stored column-major: a transposed view of a contiguous copy (what `x.t()` hands in)."""
+    return t.t().contiguous().t()

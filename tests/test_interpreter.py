@@ -16,7 +16,7 @@ import triton.language as tl
 
 import study
 from study.verify import make_inputs, run_and_judge
-from tests.helpers import impl_dtypes
+from tests.helpers import impl_dtypes, scalars
 
 if torch.cuda.is_available():
     pytest.skip("GPU present: Triton runs compiled, tests/test_gpu_equivalence.py covers it",
@@ -27,8 +27,12 @@ USES_DOT = {"triton:tuned", "triton:tuned-tf32"}
 BF16_XFAIL = pytest.mark.xfail(strict=True, reason="Triton interpreter: tl.dot on bf16 operands returns garbage")
 
 
+def _uses_dot(impl) -> bool:
+    return impl.name in USES_DOT or (impl.stage is not None and "10" <= impl.stage.number <= "13")   # tensor cores
+
+
 def _marks(impl, dtype):
-    return (BF16_XFAIL,) if dtype == "bf16" and impl.name in USES_DOT else ()
+    return (BF16_XFAIL,) if dtype == "bf16" and _uses_dot(impl) else ()
 
 
 # Small: the naive stage runs one interpreted program per output element.
@@ -40,7 +44,8 @@ SHAPES = [(1, 1, 1), (7, 5, 3), (9, 13, 40), (3, 20, 70), (33, 17, 41)]
 @pytest.mark.parametrize("impl_name,dtype", impl_dtypes(backends={"triton"}, marks_for=_marks))
 def test_interpreted_matches_float64(impl_name, dtype, M, N, K, alpha, beta):
     impl = study.get(impl_name)
-    x = make_inputs(M, N, K, dtype, "cpu", alpha, beta)
+    alpha, beta = scalars(dtype, alpha, beta)
+    x = make_inputs(M, N, K, dtype, "cpu", alpha, beta, impl.out_dtypes.get(dtype))
     v = run_and_judge(impl, dtype, x)
     assert v.passed, f"{impl_name} {dtype} {M}x{N}x{K} seed={x.seed}: {v.error}"
 

@@ -174,9 +174,15 @@ def test_variants_have_their_own_series():
         ["14", "14-markidis", "14-nocorr", "14-tf32"]
 
 
-def test_one_png_per_dtype(rendered):
-    dtypes = set(fixture_rows()["dtype"])
-    assert {p.name for p in rendered.glob("roofline_*.png")} == {f"roofline_{d}.png" for d in dtypes}
+def test_one_png_per_dtype_or_tensor_core_family(rendered):
+    """fp16 and bf16 share the tensor-core family figure; tf32 rows (fp32 inputs) get one of their own too."""
+    rows = fixture_rows()
+    expected = {f"roofline_{d}.png" for d in set(rows["dtype"]) - {"fp16", "bf16", "int8", "uint8"}}
+    if rows["dtype"].isin(["fp16", "bf16"]).any():
+        expected.add("roofline_fp16_bf16.png")
+    if (rows["precision"] == "tf32").any():
+        expected.add("roofline_tf32.png")
+    assert {p.name for p in rendered.glob("roofline_*.png")} == expected
     assert (rendered / "tflops_vs_size.png").is_file()
 
 
