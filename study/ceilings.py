@@ -1,6 +1,8 @@
 """The roofline's ceilings, measured on the GPU at hand, with the datasheet's figures beside them.
 
 * DRAM bandwidth: a large device-to-device copy, bytes read + written.
+* L2 and shared-memory bandwidth: study/kernels/bandwidth.cu, 16-byte loads streamed from each level (the
+  inner ceilings of the hierarchical roofline).
 * FP32 FMA peak: study/kernels/fma_peak.cu, independent FMA chains on every lane.
 * Tensor-core peaks: the largest cuBLAS GEMM (8192^3) for fp16, bf16, tf32 and fp64, torch._int_mm for int8.
   A library GEMM reaches ~75-85% of the datasheet rate, so these are "achievable" ceilings.
@@ -63,6 +65,72 @@ def fp32_fma_tflops(device, clock):
     return 2 * ilp * unroll * iters * blocks * threads / (ms * 1e9), mhz
 
 
+# study/kernels/mma_peak.cu: entry -> (ceiling name, 2 M N K of one instruction, operand bit pattern: 1.0 in
+# every element of the type, XORed with the lane index in the kernel, so no operand is NaN or inf).
+MMA_PEAK = {
+    "mma_peak_f16": ("mma_sync_f16_f32_tflops", 2 * 16 * 8 * 16, 0x3C003C00),    # m16n8k16 f16 -> f32
+    "mma_peak_bf16": ("mma_sync_bf16_f32_tflops", 2 * 16 * 8 * 16, 0x3F803F80),  # m16n8k16 bf16 -> f32
+    "mma_peak_tf32": ("mma_sync_tf32_f32_tflops", 2 * 16 * 8 * 8, 0x3F800000),   # m16n8k8 tf32 -> f32
+    "mma_peak_s8": ("mma_sync_s8_s32_tops", 2 * 16 * 8 * 32, 0x01010101),        # m16n8k32 s8 -> s32
+}
+
+
+def mma_sync_peak(device, clock, clocks: dict | None = None) -> dict:
+    """{name: TFLOP/s (TOP/s for s8)} of mma.sync alone: independent chains on every warp (mma_peak.cu), the
+    ceiling of the mma.sync stages (12, 13) on a GPU where cuBLAS runs wgmma.  `clocks`, if given, receives
+    the mean SM clock (MHz) of each."""
+    from . import cuda_launch
+    from .registry import ROOT
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    blocks, threads, iters = sms * 4, 256, 2048
+    ilp, unroll = 8, 8                      # must match mma_peak.cu
+    out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
+    result = {}
+    for entry, (name, flops, seed) in MMA_PEAK.items():
+        k = cuda_launch.kernel(ROOT / "study" / "kernels" / "mma_peak.cu", entry, device)
+        run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
+                                         [("ptr", out), ("int", iters), ("int", seed)], device)
+        run()
+        ms, mhz = _timed(run, 10, device, clock)
+        result[name] = flops * ilp * unroll * iters * blocks * (threads // 32) / (ms * 1e9)
+        if clocks is not None:
+            clocks[name] = mhz
+    return result
+
+
+def _bandwidth_kernel(entry: str, device):
+    from . import cuda_launch
+    from .registry import ROOT
+    return cuda_launch.kernel(ROOT / "study" / "kernels" / "bandwidth.cu", entry, device)
+
+
+def smem_gbps(device, clock):
+    """Aggregate shared-memory read bandwidth: bandwidth.cu's smem_read, 4 blocks of 256 per SM."""
+    from . import cuda_launch
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    blocks, threads, iters, unroll = sms * 4, 256, 8192, 16          # unroll must match bandwidth.cu
+    out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
+    k = _bandwidth_kernel("smem_read", device)
+    run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0, [("ptr", out), ("int", iters)], device)
+    ms, mhz = _timed(run, 10, device, clock)
+    return blocks * threads * iters * unroll * 16 / (ms * 1e6), mhz
+
+
+def l2_gbps(device, clock, nbytes: int = 16 << 20, passes: int = 50):
+    """L2 read bandwidth: bandwidth.cu's l2_read, `passes` sweeps over 16 MiB (a third of an H100's L2, so it
+    stays resident whichever half of the L2 holds it); the first sweep's DRAM reads are 2% of the bytes."""
+    from . import cuda_launch
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    src = torch.randint(0, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device=device)
+    blocks, threads = sms * 8, 256
+    out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
+    k = _bandwidth_kernel("l2_read", device)
+    run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
+                                     [("ptr", src), ("i64", nbytes // 16), ("int", passes), ("ptr", out)], device)
+    ms, mhz = _timed(run, 10, device, clock)
+    return passes * nbytes / (ms * 1e6), mhz
+
+
 def gemm_tflops(device, clock, dtype: torch.dtype, n: int = 8192, tf32: bool = False):
     # Random data, never zeros (zeros run measurably faster); int8 over its whole range, not randn's few values.
     rand = (lambda: torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8)) if dtype == torch.int8 \
@@ -83,6 +151,8 @@ def measure(device, clock) -> dict:
     gpu = torch.cuda.get_device_name(device)
     probes = {
         "dram_gbps": (lambda: dram_gbps(device, clock), "device-to-device copy of 2 GiB (bytes read + written), median of 20"),
+        "smem_gbps": (lambda: smem_gbps(device, clock), "bandwidth.cu smem_read: 16-byte conflict-free shared loads, 4 blocks of 256 per SM, median of 10"),
+        "l2_gbps": (lambda: l2_gbps(device, clock), "bandwidth.cu l2_read: 50 sweeps of 16-byte ld.global.cg over 16 MiB, median of 10"),
         "fp32_fma_tflops": (lambda: fp32_fma_tflops(device, clock), "fma_peak.cu: 8 independent FMA chains per thread, 8 blocks of 256 per SM, median of 10"),
         "tf32_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float32, tf32=True), "cuBLAS 8192^3 fp32 with TF32 on, median of 20"),
         "fp16_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float16), "cuBLAS 8192^3 fp16, median of 20"),

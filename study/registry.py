@@ -484,4 +484,6 @@ def cuda_sources() -> list[tuple[Path, str, bool]]:
     for i in _IMPLS:
         launches = i.launch.choices if isinstance(i.launch, CudaDispatch) else (i.launch,)
         out += [(CUDA_DIR / c.source, e, c.spills_ok) for c in launches if isinstance(c, CudaLaunch) for e in c.entries()]
-    return out + [(ROOT / "study" / "kernels" / "fma_peak.cu", "fma_peak", False)]
+    bench = ROOT / "study" / "kernels"
+    return out + [(bench / "fma_peak.cu", "fma_peak", False), (bench / "bandwidth.cu", "smem_read", False),
+                  (bench / "bandwidth.cu", "l2_read", False), (bench / "profile_marker.cu", "profile_marker", False)]

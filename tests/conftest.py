@@ -27,6 +27,8 @@ def pytest_addoption(parser):
                      help="after a GPU run, write per-implementation pass/fail records to PATH")
     parser.addoption("--stale-only", action="store_true",
                      help="GPU tests only for implementations without a passing record for their current source")
+    parser.addoption("--gpu-test-counts", default=None, metavar="PATH",
+                     help="write {implementation: number of GPU tests collected} to PATH (see expected_gpu_tests)")
 
 
 def pytest_configure(config):
@@ -41,7 +43,15 @@ def _impl_of(item) -> str | None:
     return getattr(item, "callspec", None) and item.callspec.params.get("impl_name")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    counts_path = config.getoption("--gpu-test-counts")
+    if counts_path:
+        import collections
+        import json
+        counts = collections.Counter(_impl_of(it) for it in items if "gpu" in it.keywords and _impl_of(it))
+        with open(counts_path, "w") as f:
+            json.dump(dict(counts), f)
     if HAS_GPU:
         path = config.getoption("--write-evidence")
         if config.getoption("--stale-only") and path:
@@ -80,4 +90,5 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if path and HAS_GPU and session.config._impl_outcomes:
         from study import evidence
-        evidence.record(path, session.config._impl_outcomes)
+        from tests.helpers import expected_gpu_tests
+        evidence.record(path, session.config._impl_outcomes, expected_gpu_tests())

@@ -37,3 +37,22 @@ def scalars(dtype: str, alpha: float, beta: float) -> tuple[float, float]:
 def column_major(t):
     """The same matrix stored column-major: a transposed view of a contiguous copy (what `x.t()` hands in)."""
     return t.t().contiguous().t()
+
+
+def expected_gpu_tests() -> dict[str, int]:
+    """How many GPU tests the full suite has for each implementation, from a collection in a fresh process
+    (no -k, no deselection): an evidence record counts only if it ran them all."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "counts.json"
+        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                               "-p", "no:xdist", "-m", "gpu", "--gpu-test-counts", str(out),
+                               "tests/test_gpu_equivalence.py"], cwd=root, capture_output=True, text=True)
+        if not out.exists():
+            raise RuntimeError(f"collecting the GPU tests failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        return json.loads(out.read_text())

@@ -7,7 +7,8 @@
 #   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
 #   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
-#   STUDY_STEPS="build test sweep accuracy ncu ncu_tc" selects steps (default: build test sweep accuracy; accuracy
+#   STUDY_STEPS="build test sanitize sweep accuracy profile ncu ncu_tc" selects steps (sanitize: study/sanitize.py
+#   records compute-sanitizer counts in the evidence; profile: study/profile.py writes reports/profile.csv) (default: build test sweep accuracy; accuracy
 #   writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100; ncu profiles the fp32
 #   ladder at 4096^3 into reports/ncu_ladder.csv, ncu_tc the fp16 tensor-core stages into reports/ncu_tensor.csv)
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
@@ -18,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export GEMM_STUDY_CACHE="${GEMM_STUDY_CACHE:-/tmp/gemm-study-cache}"
-OUT="${OUT:-/tmp/gemm-study-out}"; mkdir -p "$OUT"
+OUT="${OUT:-/tmp/gemm-study-out}"; LOGS="$OUT/logs"; mkdir -p "$LOGS"   # $OUT brings back 8 files at most: logs go in one tarball
 STEPS="${STUDY_STEPS:-build test sweep accuracy}"
 SWEEP_ARGS=("$@"); [ ${#SWEEP_ARGS[@]} -eq 0 ] && SWEEP_ARGS=(--quick)
 status=0
@@ -35,40 +36,50 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 
 if [[ " $STEPS " == *" build "* ]]; then
   log "build (nvcc, sm_90a)"
-  python3 -m study.cuda_build 2>&1 | tee "$OUT/build.log" || status=1
+  python3 -m study.cuda_build 2>&1 | tee "$LOGS/build.log" || status=1
 fi
 if [[ " $STEPS " == *" test "* ]]; then
   log "GPU equivalence tests"
-  TEST_ARGS=(-m gpu -q -p no:cacheprovider --write-evidence reports/gpu-evidence.json --junitxml="$OUT/junit.xml")
+  TEST_ARGS=(-m gpu -q -p no:cacheprovider --write-evidence reports/gpu-evidence.json --junitxml="$LOGS/junit.xml")
   [ "${STUDY_STALE_ONLY:-0}" = 1 ] && TEST_ARGS+=(--stale-only)
   [ -n "${STUDY_TEST_FILTER:-}" ] && TEST_ARGS+=(-k "$STUDY_TEST_FILTER")
   python3 -c "import xdist" 2>/dev/null && TEST_ARGS+=(-n "${STUDY_TEST_WORKERS:-8}")
-  python3 -m pytest "${TEST_ARGS[@]}" tests > "$OUT/tests.log" 2>&1 || status=1
-  tail -40 "$OUT/tests.log"
+  python3 -m pytest "${TEST_ARGS[@]}" tests > "$LOGS/tests.log" 2>&1 || status=1
+  tail -40 "$LOGS/tests.log"
 fi
 if [[ " $STEPS " == *" sweep "* ]]; then
   log "sweep ${SWEEP_ARGS[*]}"
-  python3 -m study.sweep "${SWEEP_ARGS[@]}" 2>&1 | tee "$OUT/sweep.log" | grep -v '%|' || status=1
+  python3 -m study.sweep "${SWEEP_ARGS[@]}" 2>&1 | tee "$LOGS/sweep.log" | grep -v '%|' || status=1
 fi
 if [[ " $STEPS " == *" accuracy "* ]]; then
   log "accuracy (stage 14, seed 002: error vs K, Figure 8)"
   read -ra ACCURACY_ARGS <<< "${STUDY_ACCURACY_ARGS:-}"
-  python3 -m study.accuracy --out reports "${ACCURACY_ARGS[@]}" 2>&1 | tee "$OUT/accuracy.log" || status=1
+  python3 -m study.accuracy --out reports "${ACCURACY_ARGS[@]}" 2>&1 | tee "$LOGS/accuracy.log" || status=1
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
   log "ncu (fp32 ladder, 4096^3)"
   timeout 400 ncu --clock-control none --profile-from-start off --csv --page raw \
     --metrics "$(python3 tools/ncu_ladder.py --metrics)" python3 tools/ncu_ladder.py > reports/ncu_ladder.csv \
-    2> "$OUT/ncu.err" || status=1
+    2> "$LOGS/ncu.err" || status=1
   grep -c PROFILED reports/ncu_ladder.csv
 fi
 if [[ " $STEPS " == *" ncu_tc "* ]]; then
   log "ncu (tensor-core stages 10-13, fp16, 4096^3: bank conflicts before and after the swizzle)"
   timeout 300 ncu --clock-control none --profile-from-start off --csv --page raw \
     --metrics "$(python3 tools/ncu_ladder.py --metrics)" python3 tools/ncu_ladder.py --dtype fp16 \
-    --stages 10,11,12,13 > reports/ncu_tensor.csv 2> "$OUT/ncu_tc.err" || status=1
+    --stages 10,11,12,13 > reports/ncu_tensor.csv 2> "$LOGS/ncu_tc.err" || status=1
   grep -c PROFILED reports/ncu_tensor.csv
+fi
+if [[ " $STEPS " == *" sanitize "* ]]; then
+  log "compute-sanitizer: memcheck, racecheck, synccheck, initcheck over every CUDA kernel (ragged shapes)"
+  timeout 560 python3 -m study.sanitize --evidence reports/gpu-evidence.json --log-dir "$LOGS" || status=1
+fi
+if [[ " $STEPS " == *" profile "* ]]; then
+  log "profile: ncu counters of every implementation and dtype at 4096^3 and one ragged shape"
+  timeout 560 python3 -m study.sweep --profile --out reports 2>&1 | tee "$LOGS/profile.log" || status=1
+  python3 -m study.report --dir reports > /dev/null || status=1
 fi
 log "pack reports"
 tar czf "$OUT/reports.tgz" reports
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
 exit $status

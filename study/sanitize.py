@@ -1,0 +1,136 @@
+"""compute-sanitizer over every CUDA kernel of the study, on ragged shapes; the counts go into the evidence.
+
+    python -m study.sanitize [--evidence reports/gpu-evidence.json] [--tools memcheck,racecheck,synccheck,initcheck]
+
+A child process calls every CUDA implementation, in every dtype (and layout) it declares, on the shapes in
+`SHAPES` (1, 33, 257 and a non-square one), with beta != 0 so that C is read, plus once through unaligned
+views (the `_unaligned` entries).  Each tool runs the child once, with host API errors off
+(`--report-api-errors no`: cuda-bindings probes driver entry points through cuGetProcAddress, and those
+failed probes are not the kernels').  Errors are attributed to implementations by the kernel name in each
+report; anything reported in a kernel that is not the study's (torch's own) is kept as "other".
+
+The records land in gpu-evidence.json under "sanitizer", keyed like the equivalence records by the
+implementation's source hash, and tests/test_evidence.py fails a CUDA kernel without a clean record for its
+current source.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .paths import ROOT
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+SHAPES = ((1, 1, 1), (33, 33, 33), (257, 257, 257), (130, 67, 300))
+
+
+def cuda_impls():
+    from . import registry
+    return [i for i in registry.implementations("cuda")]
+
+
+def _entries(impl) -> set[str]:
+    from .registry import CudaDispatch
+    launches = impl.launch.choices if isinstance(impl.launch, CudaDispatch) else (impl.launch,)
+    return {e for c in launches for e in c.entries()}
+
+
+def child() -> None:
+    import torch
+
+    from .contract import DTYPES
+    from .verify import make_inputs
+    for impl in cuda_impls():
+        for dtype in impl.dtypes:
+            ints = not DTYPES[dtype].is_floating_point
+            alpha, beta = (2.0, 3.0) if ints else (1.5, 0.5)
+            for M, N, K in SHAPES:
+                x = make_inputs(M, N, K, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
+                impl(x.a, x.b, x.c, alpha, beta, out=x.out)
+                if "col-major" in impl.layouts and M == 33:
+                    impl(x.a.t().contiguous().t(), x.b.t().contiguous().t(), x.c, alpha, beta, out=x.out)
+            # Unaligned views: storage offset 1, odd pitch (the `_unaligned` twins).
+            x = make_inputs(45, 37, 67, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
+            a = torch.empty(45 * 69 + 1, dtype=x.a.dtype, device="cuda")[1:].view(45, 69)[:, :67]
+            a.copy_(x.a)
+            impl(a, x.b, x.c, alpha, beta, out=x.out)
+            torch.cuda.synchronize()
+        print("SANITIZED", impl.name, flush=True)
+
+
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+_KERNEL = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(\S.*?)\+0x[0-9a-f]+")
+
+
+def attribute(output: str, entry_owner: dict[str, str]) -> tuple[int | None, dict[str, int]]:
+    """(total errors, errors per implementation) from one compute-sanitizer run's output.  Each error block
+    starts with a line "========= <what>" and names its kernel in an "at <kernel>+0x..." line."""
+    m = _SUMMARY.search(output)
+    total = int(m.group(1)) if m else None
+    per: dict[str, int] = {}
+    # A report's headline has one space after the "=" run; its detail lines are indented further.
+    for block in re.split(r"\n(?=={9} \S)", output):
+        head = block.strip().splitlines()[0] if block.strip() else ""
+        names = _KERNEL.findall(block)
+        if not names or "SUMMARY" in head:
+            continue
+        owner = next((entry_owner[n] for n in names if n in entry_owner), "other")
+        per[owner] = per.get(owner, 0) + 1
+    return total, per
+
+
+def run_tool(tool: str, sanitizer: str) -> tuple[str, int, str]:
+    cmd = [sanitizer, "--tool", tool, "--report-api-errors", "no", "--print-limit", "200",
+           sys.executable, "-m", "study.sanitize", "--child"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    return tool, proc.returncode, proc.stdout + proc.stderr
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--evidence", type=Path, default=ROOT / "reports" / "gpu-evidence.json")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--log-dir", type=Path, default=None, help="keep each tool's full output here")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child()
+        return 0
+    import torch
+
+    from . import evidence
+    from .environment import git_commit
+    impls = cuda_impls()
+    owner = {e: i.name for i in impls for e in _entries(i)}
+    tools = args.tools.split(",")
+    with ThreadPoolExecutor(len(tools)) as pool:        # the tools run side by side: each is CPU-bound
+        results = list(pool.map(lambda t: run_tool(t, os.environ.get("COMPUTE_SANITIZER", "compute-sanitizer")),
+                                tools))
+    counts: dict[str, dict[str, int | None]] = {i.name: {} for i in impls}
+    status = 0
+    for tool, rc, out in results:
+        if args.log_dir:
+            args.log_dir.mkdir(parents=True, exist_ok=True)
+            (args.log_dir / f"sanitize_{tool}.log").write_text(out)
+        total, per = attribute(out, owner)
+        done = set(re.findall(r"^SANITIZED (\S+)", out, re.M))
+        print(f"{tool}: exit {rc}, {total} errors in total, per implementation {per or '{}'}, "
+              f"{len(done)}/{len(impls)} implementations ran", flush=True)
+        for i in impls:
+            counts[i.name][tool] = per.get(i.name, 0) if i.name in done and total is not None else None
+        if per.get("other"):
+            print(f"  {tool}: {per['other']} errors outside the study's kernels (see the log)")
+        status |= rc != 0
+    evidence.record_sanitizer(args.evidence, counts, torch.cuda.get_device_name(), git_commit(), SHAPES)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
