@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from study import counters, roofline
+from study import counters, hierarchy, roofline
 from study.accuracy import ACCURACY_COLUMNS, DISTRIBUTIONS, FIG8_COLUMNS, MAX_RELERR_DEFINITION, PAPER
 from study.schema import RESULT_COLUMNS
 from study.stages import STAGES
@@ -30,7 +30,8 @@ NUMERIC_COLUMNS = ("M", "N", "K", "alpha", "beta", "ms", "ms_p20", "ms_p80", "re
 ROW_KEY = ["impl", "dtype", "M", "N", "K", "alpha", "beta"]
 ENV_ORDER = ("gpu", "sm_count", "l2_bytes", "compute_capability", "driver", "cuda_runtime", "nvcc", "torch",
              "triton", "cuda_bindings", "python", "commit", "date", "sweep_args", "fixture")
-CEILING_NAMES = {"dram_gbps": "DRAM bandwidth", **{k: v[0] for k, v in roofline.CEILINGS.items()}}
+CEILING_NAMES = {"dram_gbps": "DRAM bandwidth", "l2_gbps": "L2 bandwidth", "smem_gbps": "Shared-memory bandwidth",
+                 **{k: v[0] for k, v in roofline.CEILINGS.items()}}
 FULL_TABLE_COLUMNS = ("impl", "stage", "backend", "dtype", "precision", "M", "N", "K", "shape_set", "alpha",
                       "beta", "ms", "tflops", "gbps", "intensity", "pct_cublas", "relerr", "tol", "passed",
                       "registers", "smem_bytes", "spills", "sm_clock_mhz", "error")
@@ -124,7 +125,7 @@ def ceiling_rows(ceilings: dict | None) -> list[dict]:
     c = ceilings or {}
     measured, datasheet = c.get("measured") or {}, c.get("datasheet") or {}
     clocks, methods, errors = c.get("sm_clock_mhz") or {}, c.get("method") or {}, c.get("errors") or {}
-    known = ["dram_gbps", *roofline.CEILINGS]
+    known = ["dram_gbps", "l2_gbps", "smem_gbps", *roofline.CEILINGS]
     keys = [k for k in known if k in measured or k in datasheet]
     keys += sorted((set(measured) | set(datasheet)) - set(known) - {"source"})
     rows = []
@@ -479,6 +480,25 @@ def counter_tables(report_dir: Path) -> list[dict]:
     return tables
 
 
+def profile_section(report_dir: Path, ceilings: dict | None) -> dict | None:
+    """reports/profile.csv (study/profile.py): hierarchical rooflines, claims against counters, every call."""
+    for old in report_dir.glob("hierarchy_*.png"):
+        old.unlink()
+    df = hierarchy.load(report_dir / "profile.csv")
+    if df is None:
+        return None
+    agg = hierarchy.per_call(df)
+    figures = []
+    for dtype in roofline.dtype_order(agg["dtype"]):
+        name = f"hierarchy_{_safe(dtype)}.png"
+        if hierarchy.figure(agg, ceilings, dtype, report_dir / name):
+            figures.append({"dtype": dtype, "src": name})
+    extra = load_json(report_dir / "profile_notes.json") or {}
+    first = df.iloc[0]
+    return {"figures": figures, "claims": hierarchy.claims(agg), "rows": hierarchy.table(agg),
+            "notes": extra.get("notes", []), "where": f"{first['gpu']}, commit {first['commit']}"}
+
+
 def context(report_dir: Path) -> dict:
     df, notes = load_results(report_dir / "results.csv")
     env = load_json(report_dir / "environment.json")
@@ -497,7 +517,9 @@ def context(report_dir: Path) -> dict:
         "rooflines": rooflines, "size_png": size_png, "ladder_png": ladder_png, "stage_tables": stage_tables(df),
         "n_rows": len(df), "failed": full_rows(failed), "columns": FULL_TABLE_COLUMNS, "rows": full_rows(df),
         "notes": notes, "tcec": tcec, "counters": counter_tables(report_dir),
-        "links": [n for n in ("results.csv", "environment.json", "ceilings.json", "accuracy.csv", "fig8.csv")
+        "profile": profile_section(report_dir, ceilings),
+        "links": [n for n in ("results.csv", "environment.json", "ceilings.json", "accuracy.csv", "fig8.csv",
+                              "profile.csv")
                   if (report_dir / n).exists()]
                  + [f"{p.parent.name}/index.html" for p in sorted(report_dir.glob("*/index.html"))],  # other sweeps
     }

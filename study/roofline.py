@@ -227,7 +227,9 @@ def ceiling_values(ceilings: dict | None) -> list[tuple[str, str, str, float | N
     """(key, label, colour, measured, datasheet) for every compute ceiling with at least one value."""
     measured = (ceilings or {}).get("measured") or {}
     datasheet = (ceilings or {}).get("datasheet") or {}
-    keys = list(CEILINGS) + sorted((set(measured) | set(datasheet)) - set(CEILINGS) - {DRAM_KEY, "source"})
+    # Bandwidths (DRAM, and the L2 / shared-memory ceilings of the hierarchical roofline) are slopes, not roofs.
+    keys = list(CEILINGS) + sorted(k for k in (set(measured) | set(datasheet)) - set(CEILINGS) - {"source"}
+                                   if not k.endswith("_gbps"))
     out = []
     for key in keys:
         m, d = positive(measured.get(key)), positive(datasheet.get(key))

@@ -16,6 +16,10 @@ class Stage:
     seed: str            # which seed (shared/seeds) it reproduces, cited by number
     summary: str         # one sentence for the report's stage table
     notes: dict[str, str] = field(default_factory=dict)   # backend -> what that form could not express
+    # backend -> (what its docstring claims about shared-memory banks or traffic, the check ncu's counters can
+    # make of it: "ld" = shared loads conflict-free, "ld+st" = loads and stores, "" = shown, not judged).
+    # study/hierarchy.py puts each beside reports/profile.csv's counters.
+    claims: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -40,6 +44,8 @@ STAGES: tuple[Stage, ...] = (
         "seed 004 (tiled matmul with boundary handling), seed 001 (shared memory)",
         "A block stages 32x32 tiles of A and B in shared memory, so every element fetched from global "
         "memory is reused 32 times; ragged edges are zero-filled.",
+        claims={"cuda": ("shared loads cannot conflict (a broadcast of As, 32 consecutive words of Bs)", "ld"),
+                "gluon": ("1% of the shared-load wavefronts conflict (the bank arithmetic predicted none)", "")},
     ),
     Stage(
         "04", "tiling_1d", "1D block tiling + thread coarsening",
@@ -49,6 +55,7 @@ STAGES: tuple[Stage, ...] = (
         notes={"triton": "plain Triton has no shared memory outside tl.dot (which needs K >= 16) and layout "
                "conversions: operands come from global memory through L1 (ncu: no shared loads)",
                "gluon": "gl.dot_fma takes K >= 16 only, so BK is 16 where CUDA uses 8"},
+        claims={"cuda": ("shared loads conflict-free; the As fill's stores conflict (8.3M on 67M)", "ld")},
     ),
     Stage(
         "05", "tiling_2d", "2D block tiling",
@@ -66,6 +73,8 @@ STAGES: tuple[Stage, ...] = (
         notes={"triton": "no vector type: the 16-byte accesses and the shared-memory transpose are the compiler's "
                "(axis analysis, layout conversion), found in the PTX",
                "gluon": "gl.dot_fma takes K >= 16 only, so BK is 16 where CUDA uses 8"},
+        claims={"cuda": ("no shared-load bank conflicts (16-byte loads of the transposed As and of Bs)", "ld"),
+                "gluon": ("gl.bank_conflicts reports 0 for all four shared accesses", "ld")},
     ),
     Stage(
         "07", "cp_async", "cp.async multi-stage pipeline",
@@ -74,6 +83,7 @@ STAGES: tuple[Stage, ...] = (
         "k-tiles overlap the FMAs on the current one.",
         notes={"triton": "tl.dot needs K >= 16: BLOCK_K 16 in 3 ring slots (num_stages=4) where CUDA has 4 slots of "
                "8; tl.dot fixes the register tile at 16x4 per thread"},
+        claims={"cuda": ("the fragment reads are stage 06's: no shared-load conflicts", "ld")},
     ),
     Stage(
         "08", "warp_specialized", "Warp specialization",
@@ -92,6 +102,8 @@ STAGES: tuple[Stage, ...] = (
         "pipeline with K steps of 32, and the tile shape chosen per problem so the grid fills the GPU.",
         notes={"triton": "an FMA dot's register layout is Triton's choice; two side-by-side dots give 16x8 per "
                          "thread, and the autotuner picks among 8 configs per shape"},
+        claims={"cuda": ("conflict-free 16-byte shared loads", "ld"),
+                "gluon": ("no shared-memory bank conflicts", "ld")},
     ),
     Stage(
         "10", "wmma", "WMMA fragments, every type pair",

@@ -1,0 +1,96 @@
+"""study.profile's parsing of ncu output and study.hierarchy's reading of it, on synthetic ncu text (no GPU)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from study import hierarchy, profile
+from study.report import profile_section
+from study.sanitize import attribute
+
+HEADER = ['"ID"', '"Kernel Name"'] + [f'"{m}"' for m in profile.METRICS.values()]
+UNITS = ['""', '""', '"nsecond"'] + ['""'] * (len(profile.METRICS) - 1)
+
+
+def _row(i: int, kernel: str, ns: float, dram: float, ld_conf: float = 0, ld_waves: float = 1000) -> str:
+    vals = {"gpu__time_duration.sum": ns, "dram__bytes_read.sum": dram, "dram__bytes_write.sum": dram / 4,
+            "lts__t_bytes.sum": 4 * dram, "l1tex__t_bytes.sum": 5 * dram,
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": ld_waves,
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": 100,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": ld_conf,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": 3,
+            "sm__warps_active.avg.pct_of_peak_sustained_active": 50, "launch__registers_per_thread": 128}
+    return ",".join([f'"{i}"', f'"{kernel}"'] + [f'"{vals.get(m, 1):,}"' for m in profile.METRICS.values()])
+
+
+def _ncu_text() -> str:
+    lines = ["PROFILED " + json.dumps(["cuda:03_smem_tiling", "fp32", 64, 64, 64]),
+             "SKIPPED " + json.dumps(["cuda:01_naive", "fp32", 64, 64, 64, "ValueError: no"]),
+             "PROFILED " + json.dumps(["cublas", "fp32", 64, 64, 64]),
+             ",".join(HEADER), ",".join(UNITS),
+             _row(0, "profile_marker", 1000, 0),
+             _row(1, "sgemm_smem_tiling", 2_000_000, 1e6, ld_conf=5, ld_waves=1000),
+             _row(2, "profile_marker", 1000, 0),
+             _row(3, "cutlass_splitk", 1_000_000, 2e6),
+             _row(4, "splitk_reduce", 500_000, 1e5)]
+    return "\n".join(lines)
+
+
+def test_marker_kernels_attribute_every_kernel_to_its_call():
+    rows, notes = profile.parse(_ncu_text())
+    assert [(r["impl"], r["kernel"]) for r in rows] == [
+        ("cuda:03_smem_tiling", "sgemm_smem_tiling"), ("cublas", "cutlass_splitk"), ("cublas", "splitk_reduce")]
+    assert rows[0]["time_ms"] == 2.0 and rows[0]["smem_bytes"] == 128 * 1100
+    assert any("skipped cuda:01_naive" in n for n in notes)
+
+
+def test_a_missing_marker_is_reported_not_guessed():
+    text = _ncu_text().replace(_row(2, "profile_marker", 1000, 0) + "\n", "")
+    _, notes = profile.parse(text)
+    assert any("1 marker kernels for 2 profiled calls" in n for n in notes)
+
+
+def _profile_frame() -> pd.DataFrame:
+    rows, _ = profile.parse(_ncu_text())
+    df = pd.DataFrame(rows)
+    df["backend"] = ["cuda", "cublas", "cublas"]
+    df["stage"] = ["03", "baseline", "baseline"]
+    df["precision"] = "fp32"
+    df["gpu"], df["commit"] = "NVIDIA H100 80GB HBM3", "abc1234"
+    return df
+
+
+def test_calls_sum_their_kernels_and_claims_are_judged():
+    agg = hierarchy.per_call(_profile_frame())
+    cublas = agg[agg["impl"] == "cublas"].iloc[0]
+    assert cublas["time_ms"] == 1.5 and cublas["n_kernels"] == 2
+    assert abs(cublas["tflops"] - 2 * 64**3 / 1.5e9) < 1e-12
+    claim = next(c for c in hierarchy.claims(agg) if c["impl"] == "cuda:03_smem_tiling")
+    assert claim["verdict"] == "holds"            # 5 conflicts on 1000 load wavefronts <= 1%
+    bad = agg.assign(smem_ld_conflicts=agg["smem_ld_conflicts"] * 10)
+    assert next(c for c in hierarchy.claims(bad) if c["impl"] == "cuda:03_smem_tiling")["verdict"] == "contradicted"
+
+
+def test_report_section_renders_figures(tmp_path):
+    _profile_frame().to_csv(tmp_path / "profile.csv", index=False)
+    ceilings = {"measured": {"dram_gbps": 3000, "l2_gbps": 9000, "smem_gbps": 30000, "fp32_fma_tflops": 60}}
+    sec = profile_section(tmp_path, ceilings)
+    assert sec["figures"] and (tmp_path / sec["figures"][0]["src"]).stat().st_size > 10_000
+    assert len(sec["rows"]) == 2 and sec["where"].startswith("NVIDIA H100")
+
+
+def test_sanitizer_reports_are_attributed_by_kernel_name():
+    out = "\n".join([
+        "========= COMPUTE-SANITIZER",
+        "========= Invalid __global__ read of size 4 bytes",
+        "=========     at sgemm_naive+0x1b0 in /x/01_naive.cu:30",
+        "=========",
+        "========= Error: Race reported between Write access at wmma_f16f32_rr+0x100 in /x/10.cu:3",
+        "=========     and Read access at wmma_f16f32_rr+0x200 in /x/10.cu:5 [8 hazards]",
+        "========= Uninitialized __global__ memory read of size 4 bytes",
+        "=========     at void at::native::fill<float>(float*)+0x10",
+        "========= ERROR SUMMARY: 3 errors"])
+    total, per = attribute(out, {"sgemm_naive": "cuda:01_naive", "wmma_f16f32_rr": "cuda:10_wmma"})
+    assert total == 3 and per == {"cuda:01_naive": 1, "cuda:10_wmma": 1, "other": 1}
+    assert attribute("========= ERROR SUMMARY: 0 errors", {}) == (0, {})
