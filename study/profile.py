@@ -152,24 +152,38 @@ def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: st
     from .environment import git_commit
     import torch
     have = available_metrics(ncu)
-    metrics = [m for m in METRICS.values() if not have or m.split(".")[0] in have]
+    # launch__* are launch attributes, not counters: --query-metrics does not list them, the raw page has them.
+    metrics = [m for m in METRICS.values() if not have or m.startswith("launch__") or m.split(".")[0] in have]
     missing = sorted(set(METRICS.values()) - set(metrics))
     all_cases = cases(n, ragged, impls)
     rows, notes = [], [f"metrics this ncu lacks: {missing}"] if missing else []
-    # One ncu process per backend keeps each child short and a failure local.
-    for backend in sorted({registry.get(c[0]).backend for c in all_cases}):
-        chunk = [c for c in all_cases if registry.get(c[0]).backend == backend]
+    gpu, commit = torch.cuda.get_device_name(0), git_commit()
+    path = Path(out_dir) / "profile.csv"
+    # One ncu process per (shape, backend), the n^3 calls first, and the file rewritten after each: a child
+    # stays short, a failure stays local, and a run cut short by a time limit keeps what it measured.
+    chunks = [[c for c in all_cases if (c[2:] == (n, n, n)) == square and registry.get(c[0]).backend == b]
+              for square in (True, False) for b in sorted({registry.get(c[0]).backend for c in all_cases})]
+    for chunk in [c for c in chunks if c]:
         cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
                "--metrics", ",".join(metrics), sys.executable, "-m", "study.profile", "--child", json.dumps(chunk)]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         got, more = parse(proc.stdout)
+        what = f"{registry.get(chunk[0][0]).backend} at {'x'.join(map(str, chunk[0][2:]))}"
         if proc.returncode:
-            more.append(f"ncu over the {backend} chunk exited {proc.returncode}: {proc.stderr[-500:]}")
+            more.append(f"ncu over the {what} chunk exited {proc.returncode}: {proc.stderr[-500:]}")
         rows += got
         notes += more
-        print(f"study.profile: {backend}: {len(chunk)} calls, {len(got)} kernels", flush=True)
-    gpu, commit = torch.cuda.get_device_name(0), git_commit()
-    path = Path(out_dir) / "profile.csv"
+        _write(path, rows, gpu, commit)
+        (Path(out_dir) / "profile_notes.json").write_text(json.dumps({"n": n, "ragged": ragged, "notes": notes},
+                                                                     indent=1))
+        print(f"study.profile: {what}: {len(chunk)} calls, {len(got)} kernels", flush=True)
+    for note in notes:
+        print("  note:", note)
+    return path
+
+
+def _write(path: Path, rows: list[dict], gpu: str, commit: str) -> None:
+    from . import registry
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=PROFILE_COLUMNS, extrasaction="ignore")
         w.writeheader()
@@ -177,10 +191,6 @@ def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: st
             impl = registry.get(r["impl"])
             w.writerow({**r, "backend": impl.backend, "stage": impl.stage_label,
                         "precision": impl.precision(r["dtype"]), "gpu": gpu, "commit": commit})
-    (Path(out_dir) / "profile_notes.json").write_text(json.dumps({"n": n, "ragged": ragged, "notes": notes}, indent=1))
-    for note in notes:
-        print("  note:", note)
-    return path
 
 
 def _shape(text: str) -> tuple[int, int, int]:

@@ -31,9 +31,10 @@ TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 SHAPES = ((1, 1, 1), (33, 33, 33), (257, 257, 257), (130, 67, 300))
 
 
-def cuda_impls():
+def cuda_impls(only: str = ""):
     from . import registry
-    return [i for i in registry.implementations("cuda")]
+    names = {n for n in only.split(",") if n}
+    return [i for i in registry.implementations("cuda") if not names or i.name in names]
 
 
 def _entries(impl) -> set[str]:
@@ -42,12 +43,12 @@ def _entries(impl) -> set[str]:
     return {e for c in launches for e in c.entries()}
 
 
-def child() -> None:
+def child(only: str = "") -> None:
     import torch
 
     from .contract import DTYPES
     from .verify import make_inputs
-    for impl in cuda_impls():
+    for impl in cuda_impls(only):
         for dtype in impl.dtypes:
             ints = not DTYPES[dtype].is_floating_point
             alpha, beta = (2.0, 3.0) if ints else (1.5, 0.5)
@@ -65,7 +66,9 @@ def child() -> None:
         print("SANITIZED", impl.name, flush=True)
 
 
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+# memcheck, synccheck, initcheck: "ERROR SUMMARY: 0 errors"; racecheck: "RACECHECK SUMMARY: 0 hazards displayed
+# (0 errors, 0 warnings)".
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
 _KERNEL = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(\S.*?)\+0x[0-9a-f]+")
 
 
@@ -73,7 +76,7 @@ def attribute(output: str, entry_owner: dict[str, str]) -> tuple[int | None, dic
     """(total errors, errors per implementation) from one compute-sanitizer run's output.  Each error block
     starts with a line "========= <what>" and names its kernel in an "at <kernel>+0x..." line."""
     m = _SUMMARY.search(output)
-    total = int(m.group(1)) if m else None
+    total = int(m.group(1) or m.group(2)) if m else None
     per: dict[str, int] = {}
     # A report's headline has one space after the "=" run; its detail lines are indented further.
     for block in re.split(r"\n(?=={9} \S)", output):
@@ -86,9 +89,9 @@ def attribute(output: str, entry_owner: dict[str, str]) -> tuple[int | None, dic
     return total, per
 
 
-def run_tool(tool: str, sanitizer: str) -> tuple[str, int, str]:
+def run_tool(tool: str, sanitizer: str, only: str) -> tuple[str, int, str]:
     cmd = [sanitizer, "--tool", tool, "--report-api-errors", "no", "--print-limit", "200",
-           sys.executable, "-m", "study.sanitize", "--child"]
+           sys.executable, "-m", "study.sanitize", "--child", "--impls", only]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     return tool, proc.returncode, proc.stdout + proc.stderr
 
@@ -98,21 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--evidence", type=Path, default=ROOT / "reports" / "gpu-evidence.json")
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--log-dir", type=Path, default=None, help="keep each tool's full output here")
+    ap.add_argument("--impls", default="", help="comma list of CUDA implementations (default: all)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        child()
+        child(args.impls)
         return 0
     import torch
 
     from . import evidence
     from .environment import git_commit
-    impls = cuda_impls()
+    impls = cuda_impls(args.impls)
     owner = {e: i.name for i in impls for e in _entries(i)}
     tools = args.tools.split(",")
     with ThreadPoolExecutor(len(tools)) as pool:        # the tools run side by side: each is CPU-bound
-        results = list(pool.map(lambda t: run_tool(t, os.environ.get("COMPUTE_SANITIZER", "compute-sanitizer")),
-                                tools))
+        results = list(pool.map(lambda t: run_tool(t, os.environ.get("COMPUTE_SANITIZER", "compute-sanitizer"),
+                                                   args.impls), tools))
     counts: dict[str, dict[str, int | None]] = {i.name: {} for i in impls}
     status = 0
     for tool, rc, out in results:
@@ -125,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(done)}/{len(impls)} implementations ran", flush=True)
         for i in impls:
             counts[i.name][tool] = per.get(i.name, 0) if i.name in done and total is not None else None
+        if total is None:
+            print(f"  {tool}: no summary line found; its output ends:\n    " + "\n    ".join(out.splitlines()[-6:]))
         if per.get("other"):
             print(f"  {tool}: {per['other']} errors outside the study's kernels (see the log)")
         status |= rc != 0
