@@ -1,0 +1,238 @@
+"""Stage 11 (Gluon) - mma_v2 fed from shared memory that a multi-stage cp.async ring fills.
+
+Technique:  one program (8 warps) owns a 128x128 tile of D; the warps are stacked along M
+            (NVMMADistributedLayout warps_per_cta [8, 1]), each holding a 16x128 strip of D as 1 x 16 mma
+            tiles of 16x8 (64 fp32 accumulators per lane): WMMA's arrangement, one 16-row fragment row per
+            warp.  K advances BK = 32 at a time through a 4-slot ring of shared memory: while the warps
+            multiply k-tile t, 16-byte cp.async copies of tiles t+1 .. t+3 are in flight (Gluon's
+            async_copy for Ampere: cp.async.cg with zero-fill, commit_group / wait_group).  Per k16 slice a
+            warp loads its A fragment (16x16) and B fragments (16x128) from the ring straight into the mma
+            operand layouts (DotOperandLayout, k_width 2) and issues 16 mma.sync.m16n8k16.  Shared tiles
+            are plain row-major (no swizzle).  fp16 and bf16 in, fp32 accumulation, C and D in the input
+            type (as cuBLAS HGEMM).
+Reproduces: seed 000 kernel 7b (WMMA fed from shared memory that cp.async fills, a multi-stage pipeline);
+            CUDA stage 11's block (128x128, 8 warps, BK 32, 4 slots).
+Changed:    from Gluon 10: operands no longer go from global memory straight into fragments; each k-tile
+            is copied once per program into shared memory (16-byte copies, no registers in transit), three
+            tiles ahead of the one being multiplied, and every warp reads its fragments from there.  Tiles
+            grow from 64x64 to 128x128, D is in the input dtype.
+Why faster: (expected; stage 10 was not timed) each element of A and B crosses from L2 once per program
+            instead of once per warp that needs it, as 16-byte copies instead of 2- or 4-byte loads, and
+            its latency is covered by the multiplication of the three tiles ahead.  What remains: every warp reads all of B's k-tile
+            (8 ldmatrix.x4.trans per k16 slice for 1 ldmatrix.x4 of A: 9 loads per 16 mma.sync), and the
+            unswizzled rows put each 8x8 ldmatrix matrix in 4 banks.  ncu at 4096^3 fp16: 495M of the 570M
+            shared-load wavefronts are bank conflicts; the tensor pipe is active 8.4% of the time.
+            Measured (H100 SXM, tools/gluon_tc_probe.py, L2 flushed, median; % of cuBLAS torch.mm):
+            4096^3 fp16 53.6 TFLOP/s (7.2%), bf16 54.3 (7.1%); 8192^3 fp16 55.2 (8.2%), bf16 54.5 (7.9%).
+            CUDA stage 11 runs 0.60 ms at 4096^3 fp16 under ncu (this stage: 2.59 ms): its rows are
+            padded, 4,035 conflicts in all.  Gluon cannot pad (below); a SwizzledSharedLayout would be the
+            nearest counterpart, and is stage 13's subject.
+Ragged edges: 16-byte cp.async copies for full k-tiles, masked by row (A) and by 8-column chunk (B: columns
+            up to N rounded up to 8; a chunk that starts below N is 16-byte aligned and holds a valid
+            element, so reading all of it stays in memory that exists, and its values past N reach only D's
+            columns past N, which are never stored).  The last, partial k-tile is loaded element-wise with
+            per-k masks (what lies past K in a chunk may be NaN) after the ring loop.  Operands or pitches
+            that are not 16-byte aligned (ALIGNED=False) take the element-wise path for every tile.
+            Masked loads zero-fill; stores are masked; beta == 0 (HAS_C=False) compiles no load of C.
+
+Gluon against the CUDA stage (cuda_kernels/11_wmma_async.cu):
+* Gluon has no WMMA: mma_v2 with DotOperandLayout operands is the counterpart, and its shared -> fragment
+  loads are already ldmatrix (what wmma::load_matrix_sync hides); the CUDA stage's WMMA fragments give
+  each warp 64x32, while here warps_per_cta [8, 1] keeps WMMA's one-fragment-row-per-warp shape so that
+  stage 12's step (2-D warp tiling) stays visible.
+* The CUDA stage pads its rows (+16 halves); PaddedSharedLayout does not lower in 3.6 for NVIDIA ("unknown
+  layout" in toLinearLayout), so the rows here are unpadded.
+* Two bar.sync per k-tile instead of one: the ring is one allocation, and Triton's barrier analysis (whole
+  allocations) adds a barrier between the copy issue and the fragment loads.
+* The epilogue stores D from the accumulators, 2 elements (4 bytes) per store; the CUDA stage stages the
+  tile through shared memory for 16-byte stores.
+* A chunk straddling K cannot be copied partially (CUDA: cp.async's src-size per element); the partial
+  k-tile goes through registers instead.
+* Compiled for sm_90, no spills: 124 registers (185 with beta != 0), 64 KiB of shared memory.  Per k-tile
+  and lane: 4 cp.async.cg (16 B), 2 ldmatrix.x4 + 16 ldmatrix.x4.trans, 32 mma.sync, 2 bar.sync.
+* Every GPU equivalence test (tests/test_gpu_equivalence.py -k gluon:11, 85 cases) passes.
+"""
+from __future__ import annotations
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+from triton.experimental.gluon.language.nvidia.ampere import mma_v2
+
+from triton_kernels._common import check_grid, gemm_args
+from triton_kernels.gluon._common import grouped_tile, split_cols, split_rows, store_part
+
+META = dict(BM=128, BN=128, BK=32, WM=8, WN=1, STAGES=4, GROUP_M=8, ALIGNED=True, num_warps=8, num_stages=1)
+
+
+@gluon.constexpr_function
+def _copy_layout(cols, num_warps):
+    """[rows, cols] 2-byte tile in 16-byte chunks: a warp's lanes cover whole rows, chunks along a row first."""
+    chunks = cols // 8
+    tpw_c = min(32, chunks)
+    return gl.BlockedLayout([1, 8], [32 // tpw_c, tpw_c], [num_warps, 1], [1, 0])
+
+
+@gluon.jit
+def _fill(As, Bs, A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, t,
+          BK: gl.constexpr, ALIGNED: gl.constexpr):
+    """k-tile t of A and B into ring slot As, Bs; everything outside A and B arrives as zeros."""
+    k0 = t * BK
+    a_ptrs = A + a_rows * lda + (k0 + a_k)
+    b_ptrs = B + (k0 + b_k).to(gl.int64) * ldb + b_cols
+    if ALIGNED:
+        # A full k-tile (the ring never holds the partial one).  Masks constant over each 16-byte chunk.
+        cp.async_copy_global_to_shared(As, a_ptrs, mask=a_in_m)
+        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=b_in_n8)
+    else:
+        # Operands or pitches not 16-byte aligned: cp.async copies 4, 8 or 16 bytes only.
+        _fill_elementwise(As, Bs, a_ptrs, b_ptrs, a_in_m, a_k, b_k, b_in_n, K - k0)
+
+
+@gluon.jit
+def _fill_elementwise(As, Bs, a_ptrs, b_ptrs, a_in_m, a_k, b_k, b_in_n, k_left):
+    """Masked element-wise loads through registers, stored to the slot (visible after the next barrier)."""
+    As.store(gl.load(a_ptrs, mask=a_in_m & (a_k < k_left), other=0.0))
+    Bs.store(gl.load(b_ptrs, mask=(b_k < k_left) & b_in_n, other=0.0))
+
+
+@gluon.jit
+def _tile_mma(acc, a_tile, b_tile, OPA: gl.constexpr, OPB: gl.constexpr, BK: gl.constexpr):
+    """acc += a_tile @ b_tile, one k16 slice at a time: fragments by ldmatrix, products by mma.sync."""
+    for j in gl.static_range(BK // 16):
+        a = a_tile.slice(j * 16, 16, dim=1).load(OPA)
+        b = b_tile.slice(j * 16, 16, dim=0).load(OPB)
+        acc = mma_v2(a, b, acc)
+    return acc
+
+
+@gluon.jit
+def _store_rows(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr,
+                COL_SPLIT: gl.constexpr):
+    if COL_SPLIT:
+        left, right = split_cols(x)
+        store_part(left, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+        store_part(right, alpha, beta, C, D, row0, col0 + x.shape[1] // 2, M, N, ldc, ldd, full_n, HAS_C)
+    else:
+        store_part(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+
+
+@gluon.jit
+def _epilogue(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, HAS_C: gl.constexpr, WM: gl.constexpr,
+              WN: gl.constexpr):
+    """D = alpha * acc + beta * C in pieces along the mma layout's register repeats (no data moves): with
+    beta != 0 a lane holds only a piece of its C values at a time."""
+    BM: gl.constexpr = acc.shape[0]
+    BN: gl.constexpr = acc.shape[1]
+    full_n = col0 + BN <= N
+    ROW_REPS: gl.constexpr = BM // (16 * WM)
+    COL_SPLIT: gl.constexpr = BN // (8 * WN) >= 2
+    if ROW_REPS >= 4:
+        top, bottom = split_rows(acc)
+        q0, q1 = split_rows(top)
+        q2, q3 = split_rows(bottom)
+        Q: gl.constexpr = BM // 4
+        _store_rows(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_rows(q1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_rows(q2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_rows(q3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+    elif ROW_REPS >= 2:
+        top, bottom = split_rows(acc)
+        _store_rows(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+        _store_rows(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+    else:
+        _store_rows(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
+
+
+# M, N, K are never specialised to constants: with K = 1 or N = 1 a branch around an async copy would fold
+# to a constant-false scf.if, which crashes the 3.6 lowering (as Gluon stages 07, 09, 14).
+@gluon.jit(do_not_specialize=["M", "N", "K"])
+def wmma_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
+                      HAS_C: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                      WM: gl.constexpr, WN: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                      ALIGNED: gl.constexpr):
+    NW: gl.constexpr = gl.num_warps()
+    gl.static_assert(NW == WM * WN, "launch with num_warps = WM * WN")
+    gl.static_assert(BK % 16 == 0 and STAGES >= 2, "whole k16 slices, a ring of 2 or more")
+    if ALIGNED:   # the launcher checked ld % 8 == 0 (16-byte rows); written so that Triton can see it
+        lda = (lda // 8).to(gl.int64) * 8
+        ldb = (ldb // 8).to(gl.int64) * 8
+        ldc = (ldc // 8).to(gl.int64) * 8
+        ldd = (ldd // 8).to(gl.int64) * 8
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[WM, WN], instr_shape=[16, 8])
+    OPA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    OPB: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    LA: gl.constexpr = _copy_layout(BK, NW)
+    LB: gl.constexpr = _copy_layout(BN, NW)
+    SMEM: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
+
+    row0, col0 = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
+    a_rows = (row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LA)).to(gl.int64))[:, None]
+    a_k = gl.arange(0, BK, layout=gl.SliceLayout(0, LA))[None, :]
+    a_in_m = a_rows < M
+    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))[:, None]
+    b_cols = (col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64))[None, :]
+    b_in_n = b_cols < N
+    b_in_n8 = b_cols < (N + 7) // 8 * 8
+
+    As = gl.allocate_shared_memory(A.dtype.element_ty, [STAGES, BM, BK], SMEM)
+    Bs = gl.allocate_shared_memory(B.dtype.element_ty, [STAGES, BK, BN], SMEM)
+    # ALIGNED: the ring carries the full k-tiles only; the partial one is done after the loop.
+    if ALIGNED:
+        k_tiles = K // BK
+    else:
+        k_tiles = gl.cdiv(K, BK)
+
+    # Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits one group, empty or not, so tile t is
+    # always group t and "at most STAGES-2 groups pending" means the tile about to be used has landed.
+    for t in gl.static_range(STAGES - 1):
+        if t < k_tiles:
+            _fill(As.index(t), Bs.index(t), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8, b_in_n, lda, ldb,
+                  K, t, BK, ALIGNED)
+        cp.commit_group()
+
+    acc = gl.zeros([BM, BN], gl.float32, MMA)
+    for kt in range(k_tiles):
+        cp.wait_group(STAGES - 2)
+        # Tile kt is visible to all, and every warp is done with tile kt - 1, whose slot is refilled below.
+        gl.thread_barrier()
+        nxt = kt + STAGES - 1
+        if nxt < k_tiles:
+            _fill(As.index(nxt % STAGES), Bs.index(nxt % STAGES), A, B, a_rows, a_k, a_in_m, b_k, b_cols,
+                  b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
+        cp.commit_group()
+        acc = _tile_mma(acc, As.index(kt % STAGES), Bs.index(kt % STAGES), OPA, OPB, BK)
+    cp.wait_group(0)   # only empty groups remain, but no copy may outlive the program's shared memory
+    if ALIGNED:
+        if K % BK != 0:
+            # The partial k-tile, element-wise into slot 0 once every warp is done with the ring.
+            gl.thread_barrier()
+            k0 = k_tiles * BK
+            _fill_elementwise(As.index(0), Bs.index(0), A + a_rows * lda + (k0 + a_k),
+                              B + (k0 + b_k).to(gl.int64) * ldb + b_cols, a_in_m, a_k, b_k, b_in_n, K - k0)
+            gl.thread_barrier()
+            acc = _tile_mma(acc, As.index(0), Bs.index(0), OPA, OPB, BK)
+
+    _epilogue(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, HAS_C, WM, WN)
+
+
+def launch(p, meta: dict | None = None):
+    """Run the kernel with launch parameters `meta` (default META); ALIGNED is decided here."""
+    meta = meta or META
+    M, N, _ = p.mnk
+    programs = triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"])
+    check_grid("gluon:11_wmma_async", programs)
+    args = gemm_args(p)
+    # 16-byte cp.async needs every row of A and B to start 16-byte aligned; C and D's pitches join the
+    # proof so that one flag covers it (an unaligned C or D takes the element-wise path too).
+    aligned = (p.a.data_ptr() % 16 == 0 and p.b.data_ptr() % 16 == 0
+               and all(args[ld] % 8 == 0 for ld in ("lda", "ldb", "ldc", "ldd")))
+    return wmma_async_kernel[(programs,)](**args, **{**meta, "ALIGNED": aligned})
+
+
+def gemm(p):
+    return launch(p)
+
+
+KERNEL = wmma_async_kernel
