@@ -45,26 +45,3 @@ def gemm_fp32(p):
 def gemm_tf32(p):
     with precision_flags(tf32=True):
         _addmm(p)
-
-
-def gemm_int8(p):
-    """int8 x int8 -> int32 through torch._int_mm (cuBLASLt IMMA).  _int_mm takes only M > 16 and K, N
-    multiples of 8, so any other shape is zero-padded into a copy first (exact: zeros add nothing): the timed
-    shapes (multiples of 8) call cuBLAS alone.  alpha and beta (integral, by the contract) are applied in
-    int32 afterwards."""
-    M, N, K = p.mnk
-    Mp, Np, Kp = max(M, 17), -(-N // 8) * 8, -(-K // 8) * 8
-    a, b = p.a, p.b
-    if (Mp, Np, Kp) != (M, N, K):
-        a = torch.zeros((Mp, Kp), dtype=torch.int8, device=a.device)
-        b = torch.zeros((Kp, Np), dtype=torch.int8, device=b.device)
-        a[:M, :K], b[:K, :N] = p.a, p.b
-    if (Mp, Np) == (M, N) and p.out.is_contiguous() and p.alpha == 1 and p.c is None:
-        torch._int_mm(a, b, out=p.out)
-        return
-    d = torch._int_mm(a, b)[:M, :N]
-    if p.alpha != 1:
-        d = d * int(p.alpha)
-    if p.c is not None:
-        d = d + int(p.beta) * p.c
-    p.out.copy_(d)

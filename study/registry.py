@@ -191,12 +191,13 @@ class TritonLaunch:
 
 @dataclass(frozen=True)
 class TorchLaunch:
-    """A function in study.cublas."""
+    """A function in study.cublas (or study.cublas_tc, for the int8 and fp64 baselines)."""
     fn: str
+    # Not in the repr, which the evidence hash covers: the module's file is among the Impl's sources anyway.
+    module: str = field(default="cublas", repr=False)
 
     def __call__(self, name: str, p) -> None:
-        from . import cublas
-        getattr(cublas, self.fn)(p)
+        getattr(importlib.import_module(f"study.{self.module}"), self.fn)(p)
 
     def resources(self) -> None:
         return None
@@ -436,10 +437,13 @@ _IMPLS: list[Impl] = [
     *_half_stage("13", _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM,
                                 vec=True)),
     *_tcec_stage(),
-    Impl("cublas", "cublas", None, {**FP32, **HALF, "fp64": "fp64"}, TorchLaunch("gemm_fp32"),
+    Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
-    Impl("cublas:int8", "cublas", None, {"int8": "int8/int32acc"}, TorchLaunch("gemm_int8"),
-         (ROOT / "study" / "cublas.py",), "cuBLASLt int8 (torch._int_mm)", out_dtypes={"int8": "int32"}),
+    Impl("cublas:fp64", "cublas", None, {"fp64": "fp64"}, TorchLaunch("gemm_fp64", "cublas_tc"),
+         (ROOT / "study" / "cublas_tc.py", ROOT / "study" / "cublas.py"), "cuBLAS DGEMM (torch.addmm)"),
+    Impl("cublas:int8", "cublas", None, {"int8": "int8/int32acc"}, TorchLaunch("gemm_int8", "cublas_tc"),
+         (ROOT / "study" / "cublas_tc.py", ROOT / "study" / "cublas.py"), "cuBLASLt int8 (torch._int_mm)",
+         out_dtypes={"int8": "int32"}),
     Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 on)"),
     Impl("triton:tuned", "triton", None, {**FP32, **HALF}, TritonLaunch("baseline_tuned", "gemm_ieee"),
@@ -486,4 +490,6 @@ def cuda_sources() -> list[tuple[Path, str, bool]]:
         out += [(CUDA_DIR / c.source, e, c.spills_ok) for c in launches if isinstance(c, CudaLaunch) for e in c.entries()]
     bench = ROOT / "study" / "kernels"
     return out + [(bench / "fma_peak.cu", "fma_peak", False), (bench / "bandwidth.cu", "smem_read", False),
-                  (bench / "bandwidth.cu", "l2_read", False), (bench / "profile_marker.cu", "profile_marker", False)]
+                  (bench / "bandwidth.cu", "l2_read", False), (bench / "profile_marker.cu", "profile_marker", False),
+                  *((bench / "mma_peak.cu", e, False) for e in ("mma_peak_f16", "mma_peak_bf16", "mma_peak_tf32",
+                                                                  "mma_peak_s8"))]

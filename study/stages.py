@@ -111,24 +111,49 @@ STAGES: tuple[Stage, ...] = (
         "The first tensor-core stage: each warp multiplies 16x16x16 (or 32x8x16, 8x32x16, 16x16x8 for tf32, "
         "8x8x4 for fp64) fragments with the CUDA WMMA API, for every input/accumulator type pair the API "
         "offers, with A and B in either storage order and ragged edges staged through zero-padded tiles.",
+        notes={"triton": "no WMMA fragment shapes (tile and instruction are Triton's: wgmma for fp16, bf16, tf32, "
+                         "int8; fp64 falls back to mma.sync m16n8k16.f64); tl.dot takes no uint8 (\"only int8 "
+                         "supported\"), so there is no u8 -> i32 pair",
+               "gluon": "no WMMA API: mma_v2 with operand-fragment layouts, loaded straight from global memory, "
+                        "m16n8kK shapes only (no 32x8x16, 8x32x16); no uint8 (\"only int8 supported\"); tf32 "
+                        "operands are not rounded (no cvt.rna.tf32: the tensor core truncates); fp64 and "
+                        "f16 -> f16 compile but are not registered (fp64 alpha/beta would arrive as fp32)"},
     ),
     Stage(
         "11", "wmma_async", "WMMA + cp.async shared-memory staging",
         "seed 000 kernel 7b",
         "As stage 10 for fp16 and bf16, but a block's A and B tiles arrive in shared memory through a multi-"
         "stage cp.async ring, so the copies of later k-tiles overlap the tensor-core work on the current one.",
+        notes={"triton": "the ring is num_stages=4; Triton feeds wgmma from it, not WMMA-shaped fragments",
+               "gluon": "no padded shared layout in Triton 3.6 (PaddedSharedLayout fails to lower), so the tiles are "
+                        "unpadded and their fragment loads conflict (ncu: 495M of 570M load wavefronts); "
+                        "shared-to-fragment loads become ldmatrix by the compiler's choice"},
+        claims={"gluon": ("unpadded tiles: most fragment loads conflict (495M of 570M load wavefronts)", "")},
     ),
     Stage(
         "12", "mma_ldmatrix", "mma.sync m16n8k16 + ldmatrix, 2D warp tiling",
         "seed 000 kernel 8 (and its 2D warp-tiled variant)",
         "WMMA's opaque fragments give way to the PTX instruction itself: ldmatrix loads the operand fragments "
         "from shared memory and each warp issues mma.sync m16n8k16 over a large 2D tile of D held in registers.",
+        notes={"triton": "Triton picks wgmma on Hopper whatever the launch options: the mma.sync path is reached only "
+                         "through the DISABLE_MMA_V3 environment variable (in the cache key, not in the user docs)",
+               "gluon": "ldmatrix is the compiler's lowering of a shared load into a DotOperandLayout; one ring "
+                        "allocation makes the barrier analysis add a second bar.sync per k-tile"},
+        claims={"cuda": ("the 'before' case, unpadded rows: ldmatrix conflicts 4-way on A and 8-way on B", ""),
+                "gluon": ("218M of 268M shared-load wavefronts are conflicts", "")},
     ),
     Stage(
         "13", "swizzle", "XOR-swizzled shared memory",
         "seed 000 kernel 9",
         "Stage 12 with the shared-memory tiles stored under an XOR swizzle of their 16-byte chunks, so that "
         "neither the cp.async stores nor the ldmatrix loads hit the same bank twice (measured with ncu).",
+        notes={"triton": "the swizzle is TMA's 128-byte hardware mode, chosen by the compiler, not a hand-written XOR; "
+                         "warp_specialize compiles to the same binary at 8 warps on sm_90 in Triton 3.6",
+               "gluon": "a 16-byte cp.async cannot be partial, so the last partial k-tile is copied through "
+                        "registers element by element"},
+        claims={"cuda": ("XOR swizzle: ldmatrix and cp.async conflict-free; 1.6% of load wavefronts conflict, "
+                         "attributed (not measured) to the epilogue's reads", ""),
+                "gluon": ("128-byte NVMMASharedLayout swizzle: load conflicts under 1% of wavefronts", "ld")},
     ),
     Stage(
         "14", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",

@@ -1,7 +1,10 @@
-"""Profile one launch of every fp32 ladder implementation (and cuBLAS) at one size, under ncu.
+"""Profile one launch of every ladder implementation of one dtype (and cuBLAS) at one size, under ncu.
 
     ncu --clock-control none --profile-from-start off --csv --page raw --metrics <list> \\
-        python3 tools/ncu_ladder.py [--n 4096] [--stages 03,04,...] > reports/ncu_ladder.csv
+        python3 tools/ncu_ladder.py [--n 4096] [--stages 03,04,...] [--dtype fp32] > reports/ncu_ladder.csv
+
+The tensor-core stages take --dtype fp16 or bf16, e.g. stages 12 and 13 (reports/ncu_tensor.csv):
+    ... python3 tools/ncu_ladder.py --dtype fp16 --stages 12,13 --backends cuda
 
 tools/gpu_run.sh runs it with the metric list below (the STUDY_STEPS step "ncu").  Each implementation is
 warmed up (Triton autotunes, compiles) outside the profiled range; only its last launch is profiled.  The
@@ -37,6 +40,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--stages", default="03,04,05,06,07,08,09")
     ap.add_argument("--backends", default="cuda,triton,gluon")
+    ap.add_argument("--dtype", default="fp32", help="input dtype (fp32, fp16, bf16, ...); cuBLAS runs it too")
     ap.add_argument("--metrics", action="store_true", help="print the metric list and exit")
     args = ap.parse_args()
     if args.metrics:
@@ -52,15 +56,20 @@ def main() -> None:
     commit = os.environ.get("STUDY_COMMIT") or subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print("MACHINE", json.dumps({"gpu": torch.cuda.get_device_name(dev), "commit": commit, "n": args.n,
-                                 "torch": torch.__version__}), flush=True)
-    x = make_inputs(args.n, args.n, args.n, "fp32", dev)
+                                 "dtype": args.dtype, "torch": torch.__version__}), flush=True)
     wanted = args.stages.split(",")
     backends = args.backends.split(",")
-    names = [i.name for i in study.implementations(dtype="fp32")
+    names = [i.name for i in study.implementations(dtype=args.dtype)
              if i.stage and i.stage.number in wanted and i.backend in backends]
+    inputs = {}   # output dtype -> inputs (stage 10 writes fp32 D from fp16 A and B; 11-13 write fp16)
     runs = []
     for name in [*names, "cublas"]:
-        run, _ = study.get(name).prepare(x.a, x.b, out=x.out)
+        impl = study.get(name)
+        out_dtype = impl.out_dtypes.get(args.dtype, args.dtype)
+        if out_dtype not in inputs:
+            inputs[out_dtype] = make_inputs(args.n, args.n, args.n, args.dtype, dev, out_dtype=out_dtype)
+        x = inputs[out_dtype]
+        run, _ = impl.prepare(x.a, x.b, out=x.out)
         run(), run()
         runs.append((name, run))
     torch.cuda.synchronize()

@@ -1,0 +1,491 @@
+// Stage 13 - XOR-swizzled shared memory, and what else makes mma.sync fast.
+//
+// Technique:   as stage 12, each warp owns a 64x64 tile of D in fp32 registers and feeds mma.sync m16n8k16
+//              from shared memory with ldmatrix (x4 for A, x4.trans for row-major B).  The shared tiles keep
+//              their row-major shape, but each row's 16-byte chunks are permuted: chunk c of row r is stored
+//              at chunk c ^ (r % 8) (a row of only 4 chunks, BK = 32, XORs with (r / 2) % 4, two rows sharing
+//              one 128-byte line).  An 8x8 matrix of ldmatrix is one chunk from each of 8 consecutive rows:
+//              unswizzled, with rows a multiple of 128 bytes long, those 8 chunks sit in the same 4 banks
+//              (stage 12); swizzled, they are the 8 different chunks of a 128-byte line, all 32 banks.  A
+//              warp's cp.async stores write whole rows, only permuted, so they stay spread too.
+//              Besides the swizzle this is the tuned kernel: 128x256 block tiles (8 warps of 64x64), BK 64
+//              through a 4-slot cp.async ring (192 KiB), the next k-step's fragments loaded while the current
+//              step's 32 mma.sync issue (register double buffering; the ring's barrier sits one k-step before
+//              the end of a k-tile, so the next step's fragments are already in registers when it lifts), the
+//              next k-tile's copies spread over the k-steps, k-tiles wholly inside A and B copied by a
+//              second k-loop with no bounds checks, thread blocks walked in groups of 8 block-rows (L2 reuse
+//              within a wave), and an epilogue through shared memory: the fp32 tile is staged, then each
+//              thread reads C and writes D in 16-byte vectors along a row.
+// Reproduces:  seed 000 kernel 9 (mma.sync with swizzling; its get_swizzled_index XORs 8-column groups of
+//              2-row pairs - here the unit is the 16-byte chunk ldmatrix reads, as in CUTLASS's Sm80 shared
+//              layouts), and the structure of CUTLASS's sm80 multistage mainloop.
+// Changed:     stage 12 kept the tiles unswizzled, 128x128x32 in 3 slots, checked bounds on every copy and
+//              stored D from the fragments.
+// Why faster:  ncu at 4096^3 fp16: stage 12 spends 218M of its 268M shared-load wavefronts on bank conflicts;
+//              here ldmatrix is conflict-free (below).  Then the tuning steps, timed at 4096^3 fp16 against
+//              cuBLAS: swizzle + the tile above with bounds on every copy, 419 TFLOP/s (56%); interior
+//              k-tiles copied without bounds (the k-loop falls from 400 to 232 instructions per warp and
+//              k-tile, 128 of them mma.sync), 484 (65%).
+// Measured:    H100 SXM (1980 MHz max), tools/mma_probe.py: L2 flushed, median, cuBLAS = torch.mm on the same
+//              inputs timed just before; two runs of the registered configuration:
+//                4096^3 fp16 483.6 / 471.2 TFLOP/s, 65.1% / 63.8% of cuBLAS (742, 738); bf16 490.8 / 475.4,
+//                  64.9% / 62.6% (756, 759); 1965-1980 MHz
+//                8192^3 fp16 451.3 / 451.5, 67.0% / 66.9% (674, 675); bf16 459.3 / 464.0, 66.4% / 68.6%
+//                  (691, 676); ours at 1710-1760 MHz, cuBLAS at 1525-1670 (the clock sags under load)
+//              Short of the 75% of cuBLAS issue 7 asks for.  The mma.sync issue rate itself
+//              (study/kernels/mma_peak.cu) is 645-653 TFLOP/s f16 and 653-659 bf16 at 1980 MHz, so this is
+//              ~74% of what mma.sync can issue at 4096^3.  A register-fed 64x64 warp tile (mma_tile_f16: 32
+//              accumulators, 8 warps per SM, no memory) runs at 666, so neither operand registers nor 2 warps
+//              per scheduler limit it; a one-wave problem with a long k-loop (1408x3072x32768: 132 tiles, 512
+//              k-tiles) runs at 499-503, ~80% at its clock, so the k-loop itself loses ~20% and the per-tile
+//              prologue/epilogue and the 3.9-wave tail the rest.  At the mma.sync rate the k-loop's ldmatrix
+//              reads (8 warps x 32 x 512 B) and cp.async writes (48 KiB) per k-tile would need ~84% of shared
+//              memory's 128 B/clock: the likeliest limit, not separated yet (the ABL variants below exist to
+//              do that; not run).
+//              Tried, not faster (4096^3 / 8192^3 fp16, TFLOP/s): 3 ring slots 468 / 448; 256x128 tiles
+//              468 / 435; 128x128 tiles, 4 warps, 2 blocks per SM 430 / 399; BK 32 in 4 slots 467 / 424, in
+//              6 slots 466 / 436; D stored from the fragments 446 / 436; 16 block-rows per group 471 / 435;
+//              per-slot mbarriers (full / empty) instead of the block barrier, copies 2 or 3 k-tiles ahead,
+//              466-475 / 423-445.
+//              ncu --clock-control none, 4096^3 fp16: 544,229 shared-load bank conflicts in 34.75M load
+//              wavefronts (1.6%; about what the epilogue's 2-way strided 16-byte staging reads give, ~0.52M;
+//              the 33.5M wavefronts of ldmatrix need exactly 4 per x4), 0 store conflicts; tensor pipe active
+//              81% of cycles (cuBLAS's wgmma kernel nvjet_sm90_hsh_256x128: 95%).
+//
+// Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
+//              matrix base, so no out-of-range address is formed; a 16-byte chunk that straddles K (A) or N
+//              (B) copies only its in-range elements (src-size = 2 bytes per element) and zero-fills the rest.
+//              Stores are masked per row, and per element where a 16-byte run crosses N.
+// Alignment:   mma_swizzle_{f16,bf16} need 16-byte aligned operand starts and leading dimensions (the launcher
+//              checks); the _unaligned twins are the same template with 2-byte loads (packed into 16-byte
+//              shared stores, synchronous) and element-wise epilogue accesses.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "async_copy.cuh"
+#include "gemm_common.cuh"
+
+namespace {
+
+// ---- the instructions ------------------------------------------------------------------------------------
+template <class T> struct Elem;
+template <> struct Elem<__half> {
+    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&h);
+    }
+    __device__ __forceinline__ static float2 unpack(uint32_t v) {
+        return __half22float2(*reinterpret_cast<__half2*>(&v));
+    }
+    __device__ __forceinline__ static float load(const __half* p) { return __half2float(*p); }
+    __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
+};
+template <> struct Elem<__nv_bfloat16> {
+    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&h);
+    }
+    __device__ __forceinline__ static float2 unpack(uint32_t v) {
+        return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&v));
+    }
+    __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+    __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+};
+
+// Four 8x8 b16 matrices; lane l gives the address of row l % 8 of matrix l / 8.  Lane 4g + t receives
+// elements (g, 2t) and (g, 2t + 1) of each matrix; with .trans, elements (2t, g) and (2t + 1, g): exactly
+// mma.m16n8k16's A fragment (row-major) and B fragment (B stored k-rows by n, read "col").
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// 16 bytes global -> shared, L2 only; the first `bytes` (0..16, even) come from src, the rest are zeros.
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
+}
+// The "memory" clobber keeps the unaligned path's loads of one chunk from being hoisted above the previous
+// chunk's store: one chunk's 8 registers in flight at a time, which is what lets that path fit in 255.
+__device__ __forceinline__ void st_shared16(uint32_t dst, const uint32_t (&v)[4]) {
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
+                 :: "r"(dst), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
+}
+
+template <bool B> struct Flag { static constexpr bool value = B; };
+
+// ---- the tile ----------------------------------------------------------------------------------------------
+// Byte offset of chunk c (16 bytes, 8 elements) of row r in a swizzled tile of CPR chunks per row.  Adding a
+// multiple of 16 to r changes neither XOR term, which the fragment addressing below relies on.
+template <int CPR>
+__device__ __forceinline__ int swz(int r, int c) {
+    static_assert(CPR == 4 || CPR % 8 == 0, "rows of 4 chunks, or of a multiple of 8");
+    return (r * CPR + (CPR == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7))) * 16;
+}
+
+// STAGED: the epilogue goes through shared memory (false: D stored from the fragments, as in stage 12).
+// ABL (tools/mma_probe.py ablations only, never registered: their results are wrong): 1 = no copies in the
+// k-loop, 2 = no fragment loads in the k-loop, 4 = no cp.async wait or barrier in the k-loop.
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int GROUP_M_ = 8, bool STAGED_ = true,
+          int ABL_ = 0>
+struct Cfg {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
+    static constexpr int STAGES = STAGES_, GROUP_M = GROUP_M_, ABL = ABL_;
+    static constexpr bool STAGED = STAGED_;
+    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+    static constexpr int MI = WM / 16, NJ = WN / 16, KK = BK / 16;      // m16 tiles, n16 pairs, k16 steps
+    static constexpr int CPR_A = BK / 8, CPR_B = BN / 8;                 // 16-byte chunks per row
+    static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, SLOT_BYTES = A_BYTES + B_BYTES;
+    static constexpr int A_ROWS = THREADS / CPR_A, B_ROWS = THREADS / CPR_B;   // rows copied per pass
+    static constexpr int A_COPIES = BM / A_ROWS, B_COPIES = BK / B_ROWS, COPIES = A_COPIES + B_COPIES;
+    static constexpr int PARTS = KK - 1;                                // k-steps that issue the copies
+    static constexpr int EPI_PITCH = BN + 8;                            // floats: see the epilogue
+    static constexpr int RING_BYTES = STAGES * SLOT_BYTES, EPI_BYTES = BM * EPI_PITCH * 4;
+    static constexpr int SMEM_BYTES = RING_BYTES > EPI_BYTES || !STAGED ? RING_BYTES : EPI_BYTES;
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && KK >= 2 && STAGES >= 3, "tile shape");
+    static_assert(THREADS % CPR_A == 0 && THREADS % CPR_B == 0 && BM % A_ROWS == 0 && BK % B_ROWS == 0,
+                  "copies divide evenly");
+    // A thread copies rows r0, r0 + A_ROWS, ...: a multiple of 8 apart, so one swizzle phase for all of them.
+    static_assert(A_ROWS % 8 == 0 && B_ROWS % 8 == 0, "one swizzle phase per thread");
+    static_assert((BM * BN / 8) % THREADS == 0, "epilogue chunks divide evenly");
+};
+
+// Where this thread's copies come from and go to, worked out once per block.  Thread t copies chunk t % CPR_A
+// of A rows t / CPR_A + A_ROWS i, and chunk t % CPR_B of B rows t / CPR_B + B_ROWS i, of every k-tile.
+template <class C, class T, bool VEC>
+struct Loader {
+    const T* a_src;          // A[m0 + t / CPR_A][8 (t % CPR_A)]
+    const T* b_src;          // B[t / CPR_B][n0 + 8 (t % CPR_B)]
+    const T* a_base;         // what a copy of nothing points at
+    const T* b_base;
+    idx_t a_step, b_step, ldb;
+    unsigned a_rows_ok;      // bit i: A row t / CPR_A + A_ROWS i exists
+    int a_k, b_k, b_cols;    // this thread's k offset in A's and B's tiles; B columns in range (0..8)
+    bool inside;             // the block's tile lies inside M and N: k-tiles inside K need no checks
+    uint32_t a_dst, b_dst;   // byte offsets of the first copies in a slot
+
+    __device__ __forceinline__ Loader(const T* A, idx_t lda, const T* B, idx_t ldb_, int M, int N, int m0,
+                                      int n0, int tid) {
+        a_base = A, b_base = B, ldb = ldb_;
+        const int ar = tid / C::CPR_A, ac = tid % C::CPR_A, br = tid / C::CPR_B, bc = tid % C::CPR_B;
+        a_k = 8 * ac, b_k = br;
+        a_rows_ok = 0;
+#pragma unroll
+        for (int i = 0; i < C::A_COPIES; ++i) a_rows_ok |= (m0 + ar + C::A_ROWS * i < M ? 1u : 0u) << i;
+        a_src = A + (idx_t)min(m0 + ar, M - 1) * lda + a_k;   // clamped: only ever used for rows that exist
+        a_step = (idx_t)C::A_ROWS * lda;
+        b_cols = max(0, min(8, N - (n0 + 8 * bc)));
+        b_src = B + (idx_t)br * ldb + (b_cols ? n0 + 8 * bc : 0);
+        b_step = (idx_t)C::B_ROWS * ldb;
+        a_dst = swz<C::CPR_A>(ar, ac);
+        b_dst = C::A_BYTES + swz<C::CPR_B>(br, bc);
+        inside = VEC && m0 + C::BM <= M && n0 + C::BN <= N;
+    }
+
+    // Copy j of k-tile kt into the slot at shared address `slot` (j < A_COPIES: A, else B).
+    // FAST: the whole k-tile is in range, so every copy is 16 bytes from where it says: no bounds, no
+    // selects (a quarter of the k-loop's instructions at 4096^3 went on those).
+    template <int J, bool FAST>
+    __device__ __forceinline__ void copy(uint32_t slot, int K, int kt) const {
+        if (FAST) {
+            if (J < C::A_COPIES) cp16(slot + a_dst + J * C::A_ROWS * C::BK * 2, a_src + J * a_step + kt * C::BK);
+            else cp16(slot + b_dst + (J - C::A_COPIES) * C::B_ROWS * C::BN * 2,
+                      b_src + (idx_t)kt * C::BK * ldb + (J - C::A_COPIES) * b_step);
+        } else if (J < C::A_COPIES) {
+            constexpr int I = J;
+            const int k = kt * C::BK + a_k, left = K - k;
+            const bool ok = ((a_rows_ok >> I) & 1) && left > 0;
+            const T* src = a_src + I * a_step + kt * C::BK;
+            const uint32_t dst = slot + a_dst + I * C::A_ROWS * C::BK * 2;
+            if (VEC) {
+                cp16(dst, ok ? src : a_base, ok ? 2 * min(left, 8) : 0);
+            } else {
+                fill(dst, src, ok ? min(left, 8) : 0);
+            }
+        } else {
+            constexpr int I = J - C::A_COPIES;
+            const int k = kt * C::BK + b_k + I * C::B_ROWS;
+            const bool ok = k < K && b_cols > 0;
+            const T* src = b_src + (idx_t)kt * C::BK * ldb + I * b_step;
+            const uint32_t dst = slot + b_dst + I * C::B_ROWS * C::BN * 2;
+            if (VEC) {
+                cp16(dst, ok ? src : b_base, ok ? 2 * b_cols : 0);
+            } else {
+                fill(dst, src, ok ? b_cols : 0);
+            }
+        }
+    }
+
+    // The unaligned path: n elements by 2-byte loads, zeros after them, one 16-byte shared store.
+    __device__ __forceinline__ static void fill(uint32_t dst, const T* src, int n) {
+        const unsigned short* s = reinterpret_cast<const unsigned short*>(src);
+        uint32_t v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const uint32_t lo = 2 * e < n ? s[2 * e] : 0u, hi = 2 * e + 1 < n ? s[2 * e + 1] : 0u;
+            v[e] = lo | (hi << 16);
+        }
+        st_shared16(dst, v);
+    }
+
+    // Part kk of PARTS of k-tile kt's copies (the next k-tile's copies are spread over the k-steps; kk is a
+    // constant once the k-step loop is unrolled).
+    template <int P, bool FAST>
+    __device__ __forceinline__ void part_at(int kk, uint32_t slot, int K, int kt) const {
+        if (kk == P) part_range<P * C::COPIES / C::PARTS, (P + 1) * C::COPIES / C::PARTS, FAST>(slot, K, kt);
+        if constexpr (P + 1 < C::PARTS) part_at<P + 1, FAST>(kk, slot, K, kt);
+    }
+    template <int J, int HI, bool FAST>
+    __device__ __forceinline__ void part_range(uint32_t slot, int K, int kt) const {
+        if constexpr (J < HI) {
+            copy<J, FAST>(slot, K, kt);
+            part_range<J + 1, HI, FAST>(slot, K, kt);
+        }
+    }
+    __device__ __forceinline__ void all(uint32_t slot, int K, int kt) const {
+        part_range<0, C::COPIES, false>(slot, K, kt);
+    }
+};
+
+template <class C, class T, bool VEC>
+__device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_, const T* __restrict__ A, idx_t lda,
+                                             const T* __restrict__ B, idx_t ldb, double beta_,
+                                             const T* __restrict__ Cm, idx_t ldc, T* __restrict__ D, idx_t ldd) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t ring = async_copy::smem_u32(smem);
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp / C::WARPS_N, wn = warp % C::WARPS_N;
+
+    // Block (x, y) of the launch grid -> tile (tm, tn): consecutive blocks walk down GROUP_M block-rows
+    // before moving right, so the blocks resident at once share few A row-panels and B column-panels.
+    int tm, tn;
+    {
+        const long long grid_n = gridDim.x, grid_m = gridDim.y;
+        const long long pid = (long long)blockIdx.y * grid_n + blockIdx.x, per_group = C::GROUP_M * grid_n;
+        const long long first = pid / per_group * C::GROUP_M;
+        const long long rows = min(grid_m - first, (long long)C::GROUP_M);
+        tm = (int)(first + pid % per_group % rows);
+        tn = (int)(pid % per_group / rows);
+    }
+    const int m0 = tm * C::BM, n0 = tn * C::BN;
+
+    float acc[C::MI][2 * C::NJ][4];
+#pragma unroll
+    for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+        for (int j = 0; j < 2 * C::NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const Loader<C, T, VEC> loader(A, lda, B, ldb, M, N, m0, n0, tid);
+    const int k_tiles = (K + C::BK - 1) / C::BK;
+
+    // Fragment addresses (byte offsets in a slot).  ldmatrix lane l points at row l % 16, chunk l / 16 of a
+    // 16x16 block: A's m16 tile (rows of A, chunks along k) and a pair of B's n8 tiles (rows of k, chunks
+    // along n).  Another m16 tile or k-step adds 16 rows, a constant that leaves the swizzle alone.
+    int a_off[C::KK], b_off[C::NJ];
+#pragma unroll
+    for (int kk = 0; kk < C::KK; ++kk) a_off[kk] = swz<C::CPR_A>(wm * C::WM + lane % 16, 2 * kk + lane / 16);
+#pragma unroll
+    for (int j = 0; j < C::NJ; ++j)
+        b_off[j] = C::A_BYTES + swz<C::CPR_B>(lane % 16, wn * C::WN / 8 + 2 * j + lane / 16);
+
+    uint32_t af[2][C::MI][4], bf[2][C::NJ][4];
+    auto load_frags = [&](int buf, uint32_t slot, int kk) {
+#pragma unroll
+        for (int i = 0; i < C::MI; ++i) ldsm_x4(af[buf][i], slot + a_off[kk] + i * 16 * C::BK * 2);
+#pragma unroll
+        for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * C::BN * 2);
+    };
+
+    // Prologue: STAGES-1 k-tiles in flight.  Every k-tile commits one group (empty past the end), so
+    // wait_group<STAGES-2> always means "the next k-tile has landed".
+#pragma unroll
+    for (int s = 0; s < C::STAGES - 1; ++s) {
+        if (s < k_tiles) loader.all(ring + s * C::SLOT_BYTES, K, s);
+        async_copy::commit();
+    }
+    async_copy::wait_group<C::STAGES - 2>();
+    __syncthreads();
+
+    int read = 0, write = C::STAGES - 1;   // ring slots: the k-tile computed now, the k-tile copied now
+    uint32_t rslot = ring;
+    load_frags(0, rslot, 0);
+    // One k-tile.  FAST: the k-tile copied now (kt + STAGES-1) is wholly inside A and B, so its copies need
+    // no bounds; a separate loop for those k-tiles keeps the checks (and their registers) out of it.
+    auto k_tile = [&](auto fast, int kt, bool fill) {
+        const uint32_t wslot = ring + write * C::SLOT_BYTES;
+        const int kc = kt + C::STAGES - 1;
+#pragma unroll
+        for (int kk = 0; kk < C::KK; ++kk) {
+            // Copies of k-tile kt+STAGES-1 go into the slot of k-tile kt-1, which every warp finished
+            // reading before the previous k-tile's barrier.  The unaligned path's copies pass through
+            // registers, so they go first, while only one set of fragments is live.
+            if (!VEC && kk < C::PARTS && fill) loader.template part_at<0, false>(kk, wslot, K, kc);
+            // Fragments of the next k-step: this k-tile's, or (last step) the next k-tile's first, whose
+            // slot the barrier at step KK-2 made visible.
+            if (!(C::ABL & 2)) load_frags((kk + 1) % 2, rslot, (kk + 1) % C::KK);
+            if (!(C::ABL & 1) && VEC && kk < C::PARTS && fill)
+                loader.template part_at<0, decltype(fast)::value>(kk, wslot, K, kc);
+#pragma unroll
+            for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < C::NJ; ++j) {
+                    Elem<T>::mma(acc[i][2 * j], af[kk % 2][i], bf[kk % 2][j][0], bf[kk % 2][j][1]);
+                    Elem<T>::mma(acc[i][2 * j + 1], af[kk % 2][i], bf[kk % 2][j][2], bf[kk % 2][j][3]);
+                }
+            if (kk == C::KK - 2) {
+                async_copy::commit();
+                // One barrier per k-tile: k-tile kt+1 is visible to all, and every warp has read its last
+                // fragments of k-tile kt-1's slot (the copies above were issued after the previous one).
+                if (!(C::ABL & 4)) {
+                    async_copy::wait_group<C::STAGES - 2>();
+                    __syncthreads();
+                }
+                read = read == C::STAGES - 1 ? 0 : read + 1;
+                write = write == C::STAGES - 1 ? 0 : write + 1;
+                rslot = ring + read * C::SLOT_BYTES;
+            }
+        }
+    };
+    int kt = 0;
+    if (loader.inside)
+        for (const int k_inside = K / C::BK - (C::STAGES - 1); kt < k_inside; ++kt) k_tile(Flag<true>(), kt, true);
+    for (; kt < k_tiles; ++kt) k_tile(Flag<false>(), kt, kt + C::STAGES - 1 < k_tiles);
+    async_copy::wait_all();   // nothing may still write the ring when the epilogue reuses it
+    const float alpha = (float)alpha_, beta = (float)beta_;
+    if constexpr (!C::STAGED) {
+        // Lane 4g + t holds D[g][2t, 2t+1] (elements 0, 1) and D[g+8][2t, 2t+1] (2, 3) of each m16n8 tile.
+#pragma unroll
+        for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const idx_t row = m0 + wm * C::WM + 16 * i + lane / 4 + 8 * h;
+                if (row >= M) continue;
+#pragma unroll
+                for (int j = 0; j < 2 * C::NJ; ++j) {
+                    const int col = n0 + wn * C::WN + 8 * j + 2 * (lane % 4);
+                    float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                    T* d = D + row * ldd + col;
+                    if (VEC && col + 2 <= N) {
+                        if (beta != 0.0f) {
+                            const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
+                            v0 = fmaf(beta, c.x, v0), v1 = fmaf(beta, c.y, v1);
+                        }
+                        *reinterpret_cast<uint32_t*>(d) = Elem<T>::pack(v0, v1);
+                    } else {
+                        if (col < N) Elem<T>::store(d, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0) : v0);
+                        if (col + 1 < N)
+                            Elem<T>::store(d + 1, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col + 1), v1) : v1);
+                    }
+                }
+            }
+        return;
+    }
+    __syncthreads();
+
+    // Epilogue: the fp32 tile goes through shared memory so that C and D move as 16-byte row vectors.  A
+    // fragment row holds 8 floats per 4 lanes; with a pitch of BN+8 floats (8 banks on) a warp's 8 rows
+    // fill 2 x 32 banks, the minimum 2 wavefronts for 256 bytes.
+    float* stage = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+        for (int j = 0; j < 2 * C::NJ; ++j) {
+            const int r = wm * C::WM + 16 * i + lane / 4, c = wn * C::WN + 8 * j + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(&stage[r * C::EPI_PITCH + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
+            *reinterpret_cast<float2*>(&stage[(r + 8) * C::EPI_PITCH + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+        }
+    __syncthreads();
+#pragma unroll 4
+    for (int q = tid; q < C::BM * C::BN / 8; q += C::THREADS) {
+        const int r = q / C::CPR_B, c = 8 * (q % C::CPR_B);
+        const idx_t row = m0 + r;
+        const int col = n0 + c;
+        if (row >= M || col >= N) continue;
+        const float4 s0 = *reinterpret_cast<const float4*>(&stage[r * C::EPI_PITCH + c]);
+        const float4 s1 = *reinterpret_cast<const float4*>(&stage[r * C::EPI_PITCH + c + 4]);
+        float v[8] = {alpha * s0.x, alpha * s0.y, alpha * s0.z, alpha * s0.w,
+                      alpha * s1.x, alpha * s1.y, alpha * s1.z, alpha * s1.w};
+        T* d = D + row * ldd + col;
+        if (VEC && col + 8 <= N) {
+            if (beta != 0.0f) {
+                const uint4 cv = *reinterpret_cast<const uint4*>(Cm + row * ldc + col);
+                const uint32_t cw[4] = {cv.x, cv.y, cv.z, cv.w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float2 f = Elem<T>::unpack(cw[e]);
+                    v[2 * e] = fmaf(beta, f.x, v[2 * e]);
+                    v[2 * e + 1] = fmaf(beta, f.y, v[2 * e + 1]);
+                }
+            }
+            *reinterpret_cast<uint4*>(d) = make_uint4(Elem<T>::pack(v[0], v[1]), Elem<T>::pack(v[2], v[3]),
+                                                      Elem<T>::pack(v[4], v[5]), Elem<T>::pack(v[6], v[7]));
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                if (col + e < N)
+                    Elem<T>::store(d + e, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col + e), v[e]) : v[e]);
+        }
+    }
+}
+
+}  // namespace
+
+// Dynamic shared memory per block: Cfg::SMEM_BYTES (study/registry.py SWIZZLE_SMEM).
+#define SWIZZLE_ENTRY(NAME, CFG, T, VEC, MIN_BLOCKS)                                                            \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, MIN_BLOCKS)                                    \
+    NAME(int M, int N, int K, double alpha, const T* __restrict__ A, idx_t lda, const T* __restrict__ B,     \
+         idx_t ldb, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) {         \
+        gemm_swizzle<CFG, T, VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);                      \
+    }
+#define SWIZZLE_PAIR(NAME, CFG, MIN_BLOCKS)                                                                   \
+    SWIZZLE_ENTRY(NAME##_f16, CFG, __half, true, MIN_BLOCKS)                                                  \
+    SWIZZLE_ENTRY(NAME##_bf16, CFG, __nv_bfloat16, true, MIN_BLOCKS)
+
+#ifdef MMA_EXPLORE
+// Candidates for tools/mma_probe.py (not registered); "Measured" above records what they gave.
+using X13_128X256X64_S3 = Cfg<128, 256, 64, 2, 4, 3>;
+SWIZZLE_PAIR(x13_128x256x64_s3, X13_128X256X64_S3, 1)
+using X13_256X128X64_S4 = Cfg<256, 128, 64, 4, 2, 4>;
+SWIZZLE_PAIR(x13_256x128x64_s4, X13_256X128X64_S4, 1)
+using X13_128X256X32_S4 = Cfg<128, 256, 32, 2, 4, 4>;
+SWIZZLE_PAIR(x13_128x256x32_s4, X13_128X256X32_S4, 1)
+using X13_DIRECT = Cfg<128, 256, 64, 2, 4, 4, 8, false>;
+SWIZZLE_PAIR(x13_direct, X13_DIRECT, 1)
+using X13_G16 = Cfg<128, 256, 64, 2, 4, 4, 16>;
+SWIZZLE_PAIR(x13_g16, X13_G16, 1)
+using X13_ABL1 = Cfg<128, 256, 64, 2, 4, 4, 8, true, 1>;
+SWIZZLE_PAIR(x13_abl1, X13_ABL1, 1)
+using X13_ABL2 = Cfg<128, 256, 64, 2, 4, 4, 8, true, 2>;
+SWIZZLE_PAIR(x13_abl2, X13_ABL2, 1)
+using X13_ABL4 = Cfg<128, 256, 64, 2, 4, 4, 8, true, 4>;
+SWIZZLE_PAIR(x13_abl4, X13_ABL4, 1)
+using X13_ABL3 = Cfg<128, 256, 64, 2, 4, 4, 8, true, 3>;
+SWIZZLE_PAIR(x13_abl3, X13_ABL3, 1)
+#endif
+
+using Swizzled = Cfg<128, 256, 64, 2, 4, 4>;   // 8 warps of 64x64; 4 slots of 48 KiB = 192 KiB
+SWIZZLE_ENTRY(mma_swizzle_f16, Swizzled, __half, true, 1)
+SWIZZLE_ENTRY(mma_swizzle_f16_unaligned, Swizzled, __half, false, 1)
+SWIZZLE_ENTRY(mma_swizzle_bf16, Swizzled, __nv_bfloat16, true, 1)
+SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
