@@ -268,8 +268,10 @@ def _triton_sources(module: str) -> tuple[Path, ...]:
     return (TRITON_DIR / f"{module}.py", TRITON_DIR / "_common.py")
 
 
-def _gluon_sources(key: str) -> tuple[Path, ...]:
-    return (TRITON_DIR / "gluon" / f"{key}.py", TRITON_DIR / "gluon" / "_common.py", TRITON_DIR / "_common.py")
+def _gluon_sources(key: str, *uses: str) -> tuple[Path, ...]:
+    """A Gluon stage's file, the files of earlier stages it imports (`uses`), and the shared helpers."""
+    return (TRITON_DIR / "gluon" / f"{key}.py", *(TRITON_DIR / "gluon" / f"{u}.py" for u in uses),
+            TRITON_DIR / "gluon" / "_common.py", TRITON_DIR / "_common.py")
 
 
 def _stage(number: str, cuda: CudaLaunch | CudaDispatch, dtypes: dict[str, str], gluon: bool = False) -> list[Impl]:
@@ -370,12 +372,13 @@ MMA_SMEM = 3 * (128 * 32 + 32 * 128) * 2        # 12: 3 slots of a 128x32 A and 
 SWIZZLE_SMEM = 4 * (128 * 64 + 64 * 256) * 2    # 13: 4 slots of a 128x64 A and a 64x256 B tile (192 KiB)
 
 
-def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch) -> list[Impl]:
+def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, gluon_uses: tuple[str, ...] = ()) -> list[Impl]:
     s = stage(number)
     return [
         _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO, cuda, _cuda_sources(f"{s.key}.cu")),
         _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key)),
-        _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"), _gluon_sources(s.key)),
+        _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
+                 _gluon_sources(s.key, *gluon_uses)),
     ]
 
 
@@ -433,7 +436,9 @@ _IMPLS: list[Impl] = [
     *_wmma_stage(),
     *_half_stage("11", _cuda_tc("11_wmma_async.cu", "wmma_async_{pair}", HALF_IO, 256, (128, 128),
                                 WMMA_ASYNC_SMEM, vec=True)),
-    *_half_stage("12", _cuda_tc("12_mma_ldmatrix.cu", "mma_{pair}", HALF_IO, 256, (128, 128), MMA_SMEM, vec=True)),
+    # Gluon 12 is Gluon 11's kernel launched with 2D warp tiling (its file says why), so 11's file is its source too.
+    *_half_stage("12", _cuda_tc("12_mma_ldmatrix.cu", "mma_{pair}", HALF_IO, 256, (128, 128), MMA_SMEM, vec=True),
+                 gluon_uses=("11_wmma_async",)),
     *_half_stage("13", _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM,
                                 vec=True)),
     *_tcec_stage(),

@@ -217,12 +217,13 @@ def wmma_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     _epilogue(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, HAS_C, WM, WN)
 
 
-def launch(p, meta: dict | None = None):
-    """Run the kernel with launch parameters `meta` (default META); ALIGNED is decided here."""
+def launch(p, meta: dict | None = None, name: str = "gluon:11_wmma_async"):
+    """Run the kernel with launch parameters `meta` (default META; stage 12 passes its own); ALIGNED is
+    decided here."""
     meta = meta or META
     M, N, _ = p.mnk
     programs = triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"])
-    check_grid("gluon:11_wmma_async", programs)
+    check_grid(name, programs)
     args = gemm_args(p)
     # 16-byte cp.async needs every row of A and B to start 16-byte aligned; C and D's pitches join the
     # proof so that one flag covers it (an unaligned C or D takes the element-wise path too).
