@@ -264,8 +264,9 @@ def _cuda_sources(name: str) -> tuple[Path, ...]:
     return tuple(source_closure(CUDA_DIR / name))
 
 
-def _triton_sources(module: str) -> tuple[Path, ...]:
-    return (TRITON_DIR / f"{module}.py", TRITON_DIR / "_common.py")
+def _triton_sources(module: str, *uses: str) -> tuple[Path, ...]:
+    """A Triton stage's file, the files of earlier stages it imports (`uses`), and the shared helpers."""
+    return (TRITON_DIR / f"{module}.py", *(TRITON_DIR / f"{u}.py" for u in uses), TRITON_DIR / "_common.py")
 
 
 def _gluon_sources(key: str, *uses: str) -> tuple[Path, ...]:
@@ -372,13 +373,14 @@ MMA_SMEM = 3 * (128 * 32 + 32 * 128) * 2        # 12: 3 slots of a 128x32 A and 
 SWIZZLE_SMEM = 4 * (128 * 64 + 64 * 256) * 2    # 13: 4 slots of a 128x64 A and a 64x256 B tile (192 KiB)
 
 
-def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, gluon_uses: tuple[str, ...] = ()) -> list[Impl]:
+def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, uses: tuple[str, ...] = ()) -> list[Impl]:
+    """A stage of fp16/bf16 in, fp32 accumulation; its Triton and Gluon files may import earlier stages' (`uses`)."""
     s = stage(number)
     return [
         _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO, cuda, _cuda_sources(f"{s.key}.cu")),
-        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key)),
+        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, *uses)),
         _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
-                 _gluon_sources(s.key, *gluon_uses)),
+                 _gluon_sources(s.key, *uses)),
     ]
 
 
@@ -436,9 +438,9 @@ _IMPLS: list[Impl] = [
     *_wmma_stage(),
     *_half_stage("11", _cuda_tc("11_wmma_async.cu", "wmma_async_{pair}", HALF_IO, 256, (128, 128),
                                 WMMA_ASYNC_SMEM, vec=True)),
-    # Gluon 12 is Gluon 11's kernel launched with 2D warp tiling (its file says why), so 11's file is its source too.
+    # Triton and Gluon 12 run stage 11's kernel, compiled or launched differently (their files say why).
     *_half_stage("12", _cuda_tc("12_mma_ldmatrix.cu", "mma_{pair}", HALF_IO, 256, (128, 128), MMA_SMEM, vec=True),
-                 gluon_uses=("11_wmma_async",)),
+                 uses=("11_wmma_async",)),
     *_half_stage("13", _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM,
                                 vec=True)),
     *_tcec_stage(),

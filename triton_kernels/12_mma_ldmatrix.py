@@ -42,40 +42,23 @@ Measured on an H100 SXM (tools/triton_tc_probe.py, L2 flushed, median; fp16 4096
 """
 from __future__ import annotations
 
+import importlib
 import os
 from contextlib import contextmanager
 
 import triton
-import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import check_grid, gemm_args
+
+# Module names that start with a digit cannot be imported with an import statement.
+_stage11 = importlib.import_module("triton_kernels.11_wmma_async")
 
 META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=4)
 
 
-@triton.jit
-def mma_v2_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BLOCK_N)
-    rows = ((pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    cols = ((pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
-    ks = tl.arange(0, BLOCK_K)
-    in_m, in_n = rows[:, None] < M, cols[None, :] < N
-    a_ptrs = A + rows[:, None] * lda + ks[None, :]
-    b_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols[None, :]
-    b_step = BLOCK_K * tl.cast(ldb, tl.int64)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        in_k = ks < K - k0
-        a = tl.load(a_ptrs, mask=in_m & in_k[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=in_k[:, None] & in_n, other=0.0)
-        acc = tl.dot(a, b, acc, out_dtype=tl.float32)
-        a_ptrs += BLOCK_K
-        b_ptrs += b_step
-    mask = in_m & in_n
-    d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)
-    tl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+# Stage 11's kernel function, under a JIT object of its own: Triton's in-memory kernel cache is per JIT object
+# and ignores the environment, so sharing stage 11's object would hand this stage 11's wgmma binary.
+mma_v2_kernel = triton.jit(_stage11.KERNEL.fn)
 
 
 @contextmanager
