@@ -373,14 +373,15 @@ MMA_SMEM = 3 * (128 * 32 + 32 * 128) * 2        # 12: 3 slots of a 128x32 A and 
 SWIZZLE_SMEM = 4 * (128 * 64 + 64 * 256) * 2    # 13: 4 slots of a 128x64 A and a 64x256 B tile (192 KiB)
 
 
-def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, uses: tuple[str, ...] = ()) -> list[Impl]:
-    """A stage of fp16/bf16 in, fp32 accumulation; its Triton and Gluon files may import earlier stages' (`uses`)."""
+def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, triton_uses: tuple[str, ...] = (),
+                gluon_uses: tuple[str, ...] = ()) -> list[Impl]:
+    """A stage of fp16/bf16 in, fp32 accumulation; its Triton and Gluon files may import earlier stages'."""
     s = stage(number)
     return [
         _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO, cuda, _cuda_sources(f"{s.key}.cu")),
-        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, *uses)),
+        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, *triton_uses)),
         _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
-                 _gluon_sources(s.key, *uses)),
+                 _gluon_sources(s.key, *gluon_uses)),
     ]
 
 
@@ -440,9 +441,9 @@ _IMPLS: list[Impl] = [
                                 WMMA_ASYNC_SMEM, vec=True)),
     # Triton and Gluon 12 run stage 11's kernel, compiled or launched differently (their files say why).
     *_half_stage("12", _cuda_tc("12_mma_ldmatrix.cu", "mma_{pair}", HALF_IO, 256, (128, 128), MMA_SMEM, vec=True),
-                 uses=("11_wmma_async",)),
+                 triton_uses=("11_wmma_async",), gluon_uses=("11_wmma_async",)),
     *_half_stage("13", _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM,
-                                vec=True)),
+                                vec=True), gluon_uses=("11_wmma_async",)),
     *_tcec_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (ROOT / "study" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),

@@ -95,3 +95,18 @@ def test_best_simt_picks_the_largest_tile_that_fills_the_gpu():
     assert d.pick(4096, 4096, 132).tile == tiles[0]
     assert d.pick(2048, 2048, 132).tile == tiles[1]      # 128 blocks of 128x256 would leave 4 SMs idle
     assert d.pick(7, 5, 132).tile == tiles[-1]           # nothing fills the GPU: the smallest tile
+
+
+def test_a_stage_that_imports_another_counts_its_file_among_its_sources():
+    """Evidence is keyed by the sources' hash: a Triton or Gluon stage that runs code from another stage's
+    file must list that file, or a change there would keep this stage's old evidence."""
+    import re
+
+    from study.registry import ROOT
+    for impl in study.implementations():
+        if impl.backend not in ("triton", "gluon"):
+            continue
+        text = impl.sources[0].read_text()
+        for module in re.findall(r'import_module\("triton_kernels\.([\w.]+)"\)', text):
+            path = ROOT / "triton_kernels" / (module.replace(".", "/") + ".py")
+            assert path in impl.sources, f"{impl.name} imports {module} but its sources omit {path.name}"

@@ -57,6 +57,8 @@ Variants at 4096^3 / 8192^3 fp16: BK 32 with 6 slots 424.5 / 403.8; 128x128 tile
 """
 from __future__ import annotations
 
+import importlib
+
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -66,6 +68,14 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton_kernels._common import check_grid, gemm_args
 from triton_kernels.gluon._common import grouped_tile, split_cols, split_rows, store_part
 
+# The copies are stage 11's: the same 16-byte cp.async chunks (masks constant over a chunk: rows of A, and B's
+# columns up to N rounded up to 8, whose values past N only reach columns of D that are never stored), and
+# the element-wise copy of the partial k-tile.  Module names that start with a digit need importlib.
+_stage11 = importlib.import_module("triton_kernels.gluon.11_wmma_async")
+_copy_layout = _stage11._copy_layout
+_fill = _stage11._fill
+_fill_elementwise = _stage11._fill_elementwise
+
 META = dict(BM=128, BN=256, BK=64, WM=2, WN=4, STAGES=4, GROUP_M=8, SMEM_SWIZZLE=True, PIPE=True,
             EPI_SMEM=True, ALIGNED=True, num_warps=8, num_stages=1)
 # Element-wise copies hold a k-tile in registers on the way to shared memory: with 64x64 per warp that
@@ -74,45 +84,11 @@ META_UNALIGNED = {**META, "BN": 128, "BK": 32}
 
 
 @gluon.constexpr_function
-def _copy_layout(cols, num_warps):
-    """[rows, cols] fp16 tile, 16-byte chunks: a warp's lanes cover whole rows (chunks along a row first)."""
-    chunks = cols // 8
-    tpw_c = min(32, chunks)
-    return gl.BlockedLayout([1, 8], [32 // tpw_c, tpw_c], [num_warps, 1], [1, 0])
-
-
-@gluon.constexpr_function
 def _smem_layout(swizzle, row_bytes):
     if swizzle:
         width = 128 if row_bytes % 128 == 0 else (64 if row_bytes % 64 == 0 else 32)
         return gl.NVMMASharedLayout(swizzle_byte_width=width, element_bitwidth=16, rank=2)
     return gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-
-
-@gluon.jit
-def _fill(As, Bs, A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, t,
-          BK: gl.constexpr, ALIGNED: gl.constexpr):
-    """k-tile t of A and B into ring slot As, Bs; everything outside A and B arrives as zeros."""
-    k0 = t * BK
-    a_ptrs = A + a_rows * lda + (k0 + a_k)
-    b_ptrs = B + (k0 + b_k).to(gl.int64) * ldb + b_cols
-    if ALIGNED:
-        # A full k-tile (the ring never holds the partial one: see the kernel).  Masks constant over each
-        # 16-byte chunk: rows of A, and B's columns up to N rounded up to 8 (a chunk that starts below N
-        # is 16-byte aligned and holds a valid element, so reading all of it stays in memory that exists;
-        # its values past N only reach D's columns past N, never stored).
-        cp.async_copy_global_to_shared(As, a_ptrs, mask=a_in_m)
-        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=b_in_n8)
-    else:
-        # Operands or pitches not 16-byte aligned: cp.async copies 4, 8 or 16 bytes only.
-        _fill_elementwise(As, Bs, a_ptrs, b_ptrs, a_in_m, a_k, b_k, b_in_n, K - k0)
-
-
-@gluon.jit
-def _fill_elementwise(As, Bs, a_ptrs, b_ptrs, a_in_m, a_k, b_k, b_in_n, k_left):
-    """Masked element-wise loads through registers, stored to the slot (visible after the next barrier)."""
-    As.store(gl.load(a_ptrs, mask=a_in_m & (a_k < k_left), other=0.0))
-    Bs.store(gl.load(b_ptrs, mask=(b_k < k_left) & b_in_n, other=0.0))
 
 
 @gluon.jit
