@@ -32,6 +32,56 @@ EXPECT = {
 }
 
 
+# Stage 10's type pairs: (module, dtype label, pointer types A/B and C/D, scalar type, constexprs) -> the MMA
+# opcode's operand types that must appear.  Triton 10 passes alpha and beta as fp64; the constexprs are what
+# its _launch derives from the pair.
+def _pairs():
+    import triton.language as tl
+    t10 = dict(BLOCK_M=64, BLOCK_N=64, A_COL=False, B_COL=False)
+    return {
+        "triton:10 fp16": ("triton_kernels.10_wmma", ("fp16", "fp32", "fp64"),
+                           dict(t10, ACC=tl.float32, PRECISION="ieee", BLOCK_K=32), ("wgmma", ".f32.f16.f16")),
+        "triton:10 bf16": ("triton_kernels.10_wmma", ("bf16", "fp32", "fp64"),
+                           dict(t10, ACC=tl.float32, PRECISION="ieee", BLOCK_K=32), ("wgmma", ".f32.bf16.bf16")),
+        "triton:10 int8": ("triton_kernels.10_wmma", ("i8", "i32", "fp64"),
+                           dict(t10, ACC=tl.int32, PRECISION="ieee", BLOCK_K=32), ("wgmma", ".s32.s8.s8")),
+        "triton:10 fp64": ("triton_kernels.10_wmma", ("fp64", "fp64", "fp64"),
+                           dict(t10, ACC=tl.float64, PRECISION="ieee", BLOCK_K=16), ("mma.sync", ".f64.f64.f64")),
+        "triton:10-f16acc": ("triton_kernels.10_wmma", ("fp16", "fp16", "fp64"),
+                             dict(t10, ACC=tl.float16, PRECISION="ieee", BLOCK_K=32), ("wgmma", ".f16.f16.f16")),
+        "gluon:10 bf16": ("triton_kernels.gluon.10_wmma", ("bf16", "fp32", "fp32"), {}, ("mma.sync", ".f32.bf16.bf16")),
+        "gluon:10 tf32": ("triton_kernels.gluon.10_wmma", ("fp32", "fp32", "fp32"), {}, ("mma.sync", ".f32.tf32.tf32")),
+        "gluon:10 int8": ("triton_kernels.gluon.10_wmma", ("i8", "i32", "i32"), {}, ("mma.sync", ".s32.s8.s8")),
+    }
+
+
+def _mma_opcodes(ptx: str) -> list[str]:
+    """The distinct MMA opcodes (mma.sync..., wgmma.mma_async...) of a PTX listing."""
+    return sorted({ln.split()[0] for ln in ptx.splitlines() if ln.split() and "mma." in ln.split()[0]})
+
+
+def compile_pairs() -> dict[str, list[str]]:
+    import importlib
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.experimental.gluon._runtime import GluonASTSource
+    out = {}
+    for label, (name, (ab, cd, scalar), consts, _) in _pairs().items():
+        mod = importlib.import_module(name)
+        consts = {**{k: v for k, v in mod.META.items() if k not in OPTIONS}, **consts}
+        sig = dict(A=f"*{ab}", B=f"*{ab}", C=f"*{cd}", D=f"*{cd}", M="i32", N="i32", K="i32", lda="i32",
+                   ldb="i32", ldc="i32", ldd="i32", alpha=scalar, beta=scalar, HAS_C="constexpr",
+                   **{k: "constexpr" for k in consts})
+        source_type = GluonASTSource if ".gluon." in name else ASTSource
+        src = source_type(mod.KERNEL, sig, constexprs={"HAS_C": True, **consts})
+        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                             options={o: mod.META[o] for o in OPTIONS if o in mod.META}).asm["ptx"]
+        out[label] = _mma_opcodes(ptx)
+    return out
+
+
 def compile_all() -> dict[str, dict[str, bool]]:
     import contextlib
     import importlib
@@ -61,11 +111,25 @@ def compile_all() -> dict[str, dict[str, bool]]:
 
 
 @pytest.fixture(scope="module")
-def found() -> dict[str, dict[str, bool]]:
+def compiled() -> dict:
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, f"offline compilation failed:\n{proc.stderr[-4000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def found(compiled) -> dict[str, dict[str, bool]]:
+    return compiled["stages"]
+
+
+@pytest.mark.parametrize("label", list(_pairs()))
+def test_each_type_pair_multiplies_in_its_own_types(label, compiled):
+    """Stage 10's pairs, named by the MMA opcode Triton emitted: the operand and accumulator types of the pair
+    (an fp16-accumulated pair must accumulate in fp16; fp64 has no wgmma and takes mma.sync)."""
+    family, types = _pairs()[label][3]
+    ops = compiled["pairs"][label]
+    assert any(op.startswith(family) and types in op for op in ops), f"{label}: MMA opcodes {ops}"
 
 
 @pytest.mark.parametrize("module", list(EXPECT))
@@ -86,4 +150,4 @@ def test_the_mma_v2_switch_is_scoped_to_its_launch():
 
 
 if __name__ == "__main__":
-    print(json.dumps(compile_all()))
+    print(json.dumps({"stages": compile_all(), "pairs": compile_pairs()}))
