@@ -90,7 +90,9 @@ def attribute(output: str, entry_owner: dict[str, str]) -> tuple[int | None, dic
 
 
 def run_tool(tool: str, sanitizer: str, only: str) -> tuple[str, int, str]:
-    cmd = [sanitizer, "--tool", tool, "--report-api-errors", "no", "--print-limit", "200",
+    # --error-exitcode: the exit status says whether the tool found anything, even where no summary line is
+    # printed or recognised.
+    cmd = [sanitizer, "--tool", tool, "--report-api-errors", "no", "--print-limit", "200", "--error-exitcode", "86",
            sys.executable, "-m", "study.sanitize", "--child", "--impls", only]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     return tool, proc.returncode, proc.stdout + proc.stderr
@@ -124,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             args.log_dir.mkdir(parents=True, exist_ok=True)
             (args.log_dir / f"sanitize_{tool}.log").write_text(out)
         total, per = attribute(out, owner)
+        if total is None and rc == 0:
+            total = 0                      # no summary line, but the tool's exit status says no error
         done = set(re.findall(r"^SANITIZED (\S+)", out, re.M))
         print(f"{tool}: exit {rc}, {total} errors in total, per implementation {per or '{}'}, "
               f"{len(done)}/{len(impls)} implementations ran", flush=True)
