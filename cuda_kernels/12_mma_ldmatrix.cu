@@ -11,7 +11,8 @@
 //              The shared tiles are unpadded row-major, the "before" case of stage 13: a row of A is 64
 //              bytes and a row of B 256, so the 8 row addresses of one 8x8 ldmatrix matrix fall in the same
 //              4 banks every 128 bytes - 4-way conflicts for A (2 rows per 128 bytes), 8-way for B.  The
-//              cp.async stores write whole rows and do not conflict.
+//              cp.async stores write whole rows, so they should not conflict (a prediction: ncu's
+//              shared-store conflict counter does not see cp.async's writes, stage 07).
 // Reproduces:  seed 000 kernel 8 (mma.sync custom: ldmatrix x4 for A, .trans for B, the m16n8k16 fragment
 //              layout of D, unpadded tiles) and its 2D warp-tiled variant (each warp a large tile of D in
 //              registers), with seed 000 kernel 7b's cp.async staging.

@@ -7,7 +7,8 @@
 //              one 128-byte line).  An 8x8 matrix of ldmatrix is one chunk from each of 8 consecutive rows:
 //              unswizzled, with rows a multiple of 128 bytes long, those 8 chunks sit in the same 4 banks
 //              (stage 12); swizzled, they are the 8 different chunks of a 128-byte line, all 32 banks.  A
-//              warp's cp.async stores write whole rows, only permuted, so they stay spread too.
+//              warp's cp.async stores write whole rows, only permuted, so they should stay spread too (a
+//              prediction: ncu's shared-store conflict counter does not see cp.async's writes, stage 07).
 //              Besides the swizzle this is the tuned kernel: 128x256 block tiles (8 warps of 64x64), BK 64
 //              through a 4-slot cp.async ring (192 KiB), the next k-step's fragments loaded while the current
 //              step's 32 mma.sync issue (register double buffering; the ring's barrier sits one k-step before
@@ -22,10 +23,11 @@
 // Changed:     stage 12 kept the tiles unswizzled, 128x128x32 in 3 slots, checked bounds on every copy and
 //              stored D from the fragments.
 // Why faster:  ncu at 4096^3 fp16: stage 12 spends 218M of its 268M shared-load wavefronts on bank conflicts;
-//              here ldmatrix is conflict-free (below).  Then the tuning steps, timed at 4096^3 fp16 against
-//              cuBLAS: swizzle + the tile above with bounds on every copy, 419 TFLOP/s (56%); interior
-//              k-tiles copied without bounds (the k-loop falls from 400 to 232 instructions per warp and
-//              k-tile, 128 of them mma.sync), 484 (65%).
+//              here 1.6% are, about what the epilogue's strided reads alone should give (below), so ldmatrix
+//              is conflict-free or nearly (the two were not counted apart).  Then the tuning steps, timed at
+//              4096^3 fp16 against cuBLAS: swizzle + the tile above with bounds on every copy, 419 TFLOP/s
+//              (56%); interior k-tiles copied without bounds (the k-loop falls from 400 to 232 instructions
+//              per warp and k-tile, 128 of them mma.sync), 484 (65%).
 // Measured:    H100 SXM (1980 MHz max), tools/mma_probe.py: L2 flushed, median, cuBLAS = torch.mm on the same
 //              inputs timed just before; two runs of the registered configuration:
 //                4096^3 fp16 483.6 / 471.2 TFLOP/s, 65.1% / 63.8% of cuBLAS (742, 738); bf16 490.8 / 475.4,

@@ -51,10 +51,16 @@ def dram_gbps(device, clock, nbytes: int = 2 << 30):
     return 2 * nbytes / (ms * 1e6), mhz
 
 
-def fp32_fma_tflops(device, clock):
+def _bench_kernel(source: str, entry: str, device):
+    """An entry of one of study/kernels/'s micro-benchmarks, compiled for the device and loaded."""
     from . import cuda_launch
     from .registry import ROOT
-    k = cuda_launch.kernel(ROOT / "study" / "kernels" / "fma_peak.cu", "fma_peak", device)
+    return cuda_launch.kernel(ROOT / "study" / "kernels" / source, entry, device)
+
+
+def fp32_fma_tflops(device, clock):
+    from . import cuda_launch
+    k = _bench_kernel("fma_peak.cu", "fma_peak", device)
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     blocks, threads, iters = sms * 8, 256, 4096
     out = torch.empty(blocks * threads, device=device)
@@ -80,14 +86,13 @@ def mma_sync_peak(device, clock, clocks: dict | None = None) -> dict:
     ceiling of the mma.sync stages (12, 13) on a GPU where cuBLAS runs wgmma.  `clocks`, if given, receives
     the mean SM clock (MHz) of each."""
     from . import cuda_launch
-    from .registry import ROOT
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     blocks, threads, iters = sms * 4, 256, 2048
     ilp, unroll = 8, 8                      # must match mma_peak.cu
     out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
     result = {}
     for entry, (name, flops, seed) in MMA_PEAK.items():
-        k = cuda_launch.kernel(ROOT / "study" / "kernels" / "mma_peak.cu", entry, device)
+        k = _bench_kernel("mma_peak.cu", entry, device)
         run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
                                          [("ptr", out), ("int", iters), ("int", seed)], device)
         run()
@@ -98,19 +103,13 @@ def mma_sync_peak(device, clock, clocks: dict | None = None) -> dict:
     return result
 
 
-def _bandwidth_kernel(entry: str, device):
-    from . import cuda_launch
-    from .registry import ROOT
-    return cuda_launch.kernel(ROOT / "study" / "kernels" / "bandwidth.cu", entry, device)
-
-
 def smem_gbps(device, clock):
     """Aggregate shared-memory read bandwidth: bandwidth.cu's smem_read, 4 blocks of 256 per SM."""
     from . import cuda_launch
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     blocks, threads, iters, unroll = sms * 4, 256, 8192, 16          # unroll must match bandwidth.cu
     out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
-    k = _bandwidth_kernel("smem_read", device)
+    k = _bench_kernel("bandwidth.cu", "smem_read", device)
     run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0, [("ptr", out), ("int", iters)], device)
     ms, mhz = _timed(run, 10, device, clock)
     return blocks * threads * iters * unroll * 16 / (ms * 1e6), mhz
@@ -124,7 +123,7 @@ def l2_gbps(device, clock, nbytes: int = 16 << 20, passes: int = 50):
     src = torch.randint(0, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device=device)
     blocks, threads = sms * 8, 256
     out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
-    k = _bandwidth_kernel("l2_read", device)
+    k = _bench_kernel("bandwidth.cu", "l2_read", device)
     run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
                                      [("ptr", src), ("i64", nbytes // 16), ("int", passes), ("ptr", out)], device)
     ms, mhz = _timed(run, 10, device, clock)

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import torch
 
-from .cublas import precision_flags
+from . import cublas
 
 
 def gemm_fp64(p):
-    """DGEMM (on Hopper's fp64 tensor cores); torch.addmm with beta == 0 does not read C."""
-    base = p.c if p.c is not None else p.out
-    with precision_flags(tf32=False):
-        torch.addmm(base, p.a, p.b, beta=p.beta, alpha=p.alpha, out=p.out)
+    """DGEMM (on Hopper's fp64 tensor cores): study.cublas's torch.addmm, registered as its own baseline."""
+    cublas.gemm_fp32(p)
 
 
 def gemm_int8(p):

@@ -96,8 +96,7 @@ def figure(agg: pd.DataFrame, ceilings: dict | None, dtype: str, path: Path) -> 
                     ax.plot([xlim[0], x_end], [bw[lvl] * xlim[0] / 1000, bw[lvl] * x_end / 1000], "-",
                             color=LEVEL_COLOURS[lvl], lw=1.3)
                     ax.annotate(f"{label} {bw[lvl]:,.0f} GB/s", (xlim[0] * 1.5, bw[lvl] * xlim[0] * 1.5 / 1000),
-                                xytext=(4, 4), textcoords="offset points", fontsize=7.5, color=LEVEL_COLOURS[lvl],
-                                rotation=0)
+                                xytext=(4, 4), textcoords="offset points", fontsize=7.5, color=LEVEL_COLOURS[lvl])
             if peak:
                 ax.axhline(peak, color="#222222", lw=1.3)
                 ax.annotate(f"{COMPUTE[dtype]} {peak:,.0f}", (xlim[1], peak), xytext=(-3, 3),

@@ -61,7 +61,7 @@ class CudaLaunch:
         return (self.entry, self.unaligned_entry) if self.unaligned_entry else (self.entry,)
 
     def entry_for(self, p) -> str:
-        if self.unaligned_entry and not all(_aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None):
+        if self.unaligned_entry and not _all_aligned16(p):
             return self.unaligned_entry
         return self.entry
 
@@ -82,7 +82,7 @@ class CudaLaunch:
 
     def resources(self) -> dict:
         from .cuda_build import build
-        r = build(CUDA_DIR / self.source).resources[self.entry]
+        r = build(CUDA_DIR / self.source).resources[self.entries()[0]]
         return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem, "spills": r.spills}
 
 
@@ -129,14 +129,11 @@ class CudaTypedLaunch(CudaLaunch):
     def entry_for(self, p) -> str:
         from .contract import dtype_name
         name = self.entry.format(pair=dict(self.pairs)[dtype_name(p.a.dtype)], ab=p.layouts)
-        if self.vec and not all(_aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None):
-            name += "_unaligned"
-        return name
+        return name + "_unaligned" if self.vec and not _all_aligned16(p) else name
 
-    def resources(self) -> dict:
-        from .cuda_build import build
-        r = build(CUDA_DIR / self.source).resources[self.entries()[0]]
-        return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem, "spills": r.spills}
+
+def _all_aligned16(p) -> bool:
+    return all(_aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None)
 
 
 def _aligned16(t) -> bool:
@@ -490,12 +487,17 @@ def baseline_for(dtype: str, precision: str) -> Impl | None:
     return cands[0] if cands else None
 
 
+def cuda_launches(impl: Impl) -> tuple[CudaLaunch, ...]:
+    """The CUDA launches behind an implementation (a dispatch's every tile shape); none for other backends."""
+    launches = impl.launch.choices if isinstance(impl.launch, CudaDispatch) else (impl.launch,)
+    return tuple(c for c in launches if isinstance(c, CudaLaunch))
+
+
 def cuda_sources() -> list[tuple[Path, str, bool]]:
     """(source, entry, spills_ok) for every CUDA kernel the study compiles, ladder and ceiling benchmarks."""
     out = []
     for i in _IMPLS:
-        launches = i.launch.choices if isinstance(i.launch, CudaDispatch) else (i.launch,)
-        out += [(CUDA_DIR / c.source, e, c.spills_ok) for c in launches if isinstance(c, CudaLaunch) for e in c.entries()]
+        out += [(CUDA_DIR / c.source, e, c.spills_ok) for c in cuda_launches(i) for e in c.entries()]
     bench = ROOT / "study" / "kernels"
     return out + [(bench / "fma_peak.cu", "fma_peak", False), (bench / "bandwidth.cu", "smem_read", False),
                   (bench / "bandwidth.cu", "l2_read", False), (bench / "profile_marker.cu", "profile_marker", False),

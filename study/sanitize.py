@@ -38,9 +38,8 @@ def cuda_impls(only: str = ""):
 
 
 def _entries(impl) -> set[str]:
-    from .registry import CudaDispatch
-    launches = impl.launch.choices if isinstance(impl.launch, CudaDispatch) else (impl.launch,)
-    return {e for c in launches for e in c.entries()}
+    from .registry import cuda_launches
+    return {e for c in cuda_launches(impl) for e in c.entries()}
 
 
 def child(only: str = "") -> None:

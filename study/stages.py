@@ -151,8 +151,8 @@ STAGES: tuple[Stage, ...] = (
                          "warp_specialize compiles to the same binary at 8 warps on sm_90 in Triton 3.6",
                "gluon": "a 16-byte cp.async cannot be partial, so the last partial k-tile is copied through "
                         "registers element by element"},
-        claims={"cuda": ("XOR swizzle: ldmatrix and cp.async conflict-free; 1.6% of load wavefronts conflict, "
-                         "attributed (not measured) to the epilogue's reads", ""),
+        claims={"cuda": ("XOR swizzle: ldmatrix and cp.async predicted conflict-free; 1.6% of load wavefronts "
+                         "conflict, attributed (not measured) to the epilogue's reads", ""),
                 "gluon": ("128-byte NVMMASharedLayout swizzle: load conflicts under 1% of wavefronts", "ld")},
     ),
     Stage(

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})))
     ap.add_argument("--dtypes", default=None, help="comma list (default: every dtype an implementation declares)")
     ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...]")
-    ap.add_argument("--quick", action="store_true", help="fewer shapes and dtypes, shorter timing budget")
+    ap.add_argument("--quick", action="store_true", help="fewer shapes, shorter timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--alpha", type=float, default=1.0)

@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+import collections
+import json
 import os
 
 import pytest
@@ -45,20 +47,16 @@ def _impl_of(item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # tryfirst: counted before -k or --stale-only deselects anything, so this is the full suite per implementation.
+    full = collections.Counter(_impl_of(it) for it in items if "gpu" in it.keywords and _impl_of(it))
     counts_path = config.getoption("--gpu-test-counts")
     if counts_path:
-        import collections
-        import json
-        counts = collections.Counter(_impl_of(it) for it in items if "gpu" in it.keywords and _impl_of(it))
         with open(counts_path, "w") as f:
-            json.dump(dict(counts), f)
+            json.dump(dict(full), f)
     if HAS_GPU:
         path = config.getoption("--write-evidence")
         if config.getoption("--stale-only") and path:
-            import collections
-
             from study import evidence, registry
-            full = collections.Counter(_impl_of(it) for it in items if "gpu" in it.keywords)  # before -k
             fresh = {i.name for i in registry.implementations() if evidence.passing(path, i, full[i.name])}
             keep = [it for it in items if _impl_of(it) not in fresh]
             config.hook.pytest_deselected(items=[it for it in items if _impl_of(it) in fresh])

@@ -37,9 +37,10 @@ def expected():
     return expected_gpu_tests()
 
 
-def _awaiting(names, name, what):
+def _awaiting(awaiting: set[str], names: list[str], what: str) -> list:
+    """`names` as pytest params, those in `awaiting` as strict xfails (they must fail until `what` lands)."""
     return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"{what} not committed yet"))
-            if n in names else n for n in name]
+            if n in awaiting else n for n in names]
 
 
 @pytest.mark.parametrize("name", _awaiting(AWAITING_GPU, [i.name for i in study.implementations()], "GPU evidence"))

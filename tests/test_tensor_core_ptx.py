@@ -60,29 +60,9 @@ def _mma_opcodes(ptx: str) -> list[str]:
     return sorted({ln.split()[0] for ln in ptx.splitlines() if ln.split() and "mma." in ln.split()[0]})
 
 
-def compile_pairs() -> dict[str, list[str]]:
-    import importlib
-
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.experimental.gluon._runtime import GluonASTSource
-    out = {}
-    for label, (name, (ab, cd, scalar), consts, _) in _pairs().items():
-        mod = importlib.import_module(name)
-        consts = {**{k: v for k, v in mod.META.items() if k not in OPTIONS}, **consts}
-        sig = dict(A=f"*{ab}", B=f"*{ab}", C=f"*{cd}", D=f"*{cd}", M="i32", N="i32", K="i32", lda="i32",
-                   ldb="i32", ldc="i32", ldd="i32", alpha=scalar, beta=scalar, HAS_C="constexpr",
-                   **{k: "constexpr" for k in consts})
-        source_type = GluonASTSource if ".gluon." in name else ASTSource
-        src = source_type(mod.KERNEL, sig, constexprs={"HAS_C": True, **consts})
-        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                             options={o: mod.META[o] for o in OPTIONS if o in mod.META}).asm["ptx"]
-        out[label] = _mma_opcodes(ptx)
-    return out
-
-
-def compile_all() -> dict[str, dict[str, bool]]:
+def _ptx(name: str, signature: dict, consts: dict, attrs: dict | None = None) -> str:
+    """PTX of module `name`'s KERNEL for sm_90a; the module's launch options, and its mma_v2_only() switch
+    around the compile if it has one (stage 12), as its launcher does."""
     import contextlib
     import importlib
 
@@ -90,22 +70,33 @@ def compile_all() -> dict[str, dict[str, bool]]:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
+    mod = importlib.import_module(name)
+    consts = {**{k: v for k, v in mod.META.items() if k not in OPTIONS}, **consts}
+    source_type = GluonASTSource if ".gluon." in name else ASTSource
+    src = source_type(mod.KERNEL, {**signature, **{k: "constexpr" for k in consts}},
+                      constexprs={"HAS_C": True, **consts}, attrs=attrs)
+    with mod.mma_v2_only() if hasattr(mod, "mma_v2_only") else contextlib.nullcontext():
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                              options={o: mod.META[o] for o in OPTIONS if o in mod.META}).asm["ptx"]
 
+
+def compile_pairs() -> dict[str, list[str]]:
+    out = {}
+    for label, (name, (ab, cd, scalar), consts, _) in _pairs().items():
+        sig = dict(A=f"*{ab}", B=f"*{ab}", C=f"*{cd}", D=f"*{cd}", M="i32", N="i32", K="i32", lda="i32",
+                   ldb="i32", ldc="i32", ldd="i32", alpha=scalar, beta=scalar, HAS_C="constexpr")
+        out[label] = _mma_opcodes(_ptx(name, sig, consts))
+    return out
+
+
+def compile_all() -> dict[str, dict[str, bool]]:
     from triton_kernels._common import signature
     out = {}
     for name, (dtype, extra, _, _) in EXPECT.items():
-        mod = importlib.import_module(name)
-        consts = {k: v for k, v in {**mod.META, **extra}.items() if k not in OPTIONS}
-        source_type = GluonASTSource if ".gluon." in name else ASTSource
         # What the JIT proves at 4096^3 on aligned tensors: pointers and (plain Triton, which specialises them)
         # the sizes and leading dimensions divisible by 16.
         aligned = {(i,): [["tt.divisibility", 16]] for i in range(4 if ".gluon." in name else 11)}
-        src = source_type(mod.KERNEL, {**signature(dtype), **{k: "constexpr" for k in consts}},
-                          constexprs={"HAS_C": True, **consts}, attrs=aligned)
-        ctx = mod.mma_v2_only() if hasattr(mod, "mma_v2_only") else contextlib.nullcontext()
-        with ctx:
-            ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                                 options={o: mod.META[o] for o in OPTIONS if o in mod.META}).asm["ptx"]
+        ptx = _ptx(name, signature(dtype), extra, aligned)
         out[name] = {k: p in ptx for k, p in PATTERNS.items()}
     return out
 

@@ -7,10 +7,11 @@
 #   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
 #   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
-#   STUDY_STEPS="build test sanitize sweep accuracy profile ncu ncu_tc" selects steps (sanitize: study/sanitize.py
-#   records compute-sanitizer counts in the evidence; profile: study/profile.py writes reports/profile.csv) (default: build test sweep accuracy; accuracy
-#   writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100; ncu profiles the fp32
-#   ladder at 4096^3 into reports/ncu_ladder.csv, ncu_tc the fp16 tensor-core stages into reports/ncu_tensor.csv)
+#   STUDY_STEPS="build test sanitize sweep accuracy profile ncu" selects steps (default: build test sweep
+#   accuracy).  accuracy writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100;
+#   sanitize (study/sanitize.py) records compute-sanitizer counts in the evidence; profile (study/profile.py)
+#   writes reports/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
+#   at 4096^3 into reports/ncu_ladder.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
@@ -62,13 +63,6 @@ if [[ " $STEPS " == *" ncu "* ]]; then
     --metrics "$(python3 tools/ncu_ladder.py --metrics)" python3 tools/ncu_ladder.py > reports/ncu_ladder.csv \
     2> "$LOGS/ncu.err" || status=1
   grep -c PROFILED reports/ncu_ladder.csv
-fi
-if [[ " $STEPS " == *" ncu_tc "* ]]; then
-  log "ncu (tensor-core stages 10-13, fp16, 4096^3: bank conflicts before and after the swizzle)"
-  timeout 300 ncu --clock-control none --profile-from-start off --csv --page raw \
-    --metrics "$(python3 tools/ncu_ladder.py --metrics)" python3 tools/ncu_ladder.py --dtype fp16 \
-    --stages 10,11,12,13 > reports/ncu_tensor.csv 2> "$LOGS/ncu_tc.err" || status=1
-  grep -c PROFILED reports/ncu_tensor.csv
 fi
 if [[ " $STEPS " == *" sanitize "* ]]; then
   log "compute-sanitizer: memcheck, racecheck, synccheck, initcheck over every CUDA kernel (ragged shapes)"
