@@ -26,8 +26,8 @@
 //
 // Ragged edges: a copy whose source is outside A or B (past M, N or K) has src-size 0, so cp.async writes
 //              zeros, and its source pointer is the matrix base, so no out-of-range address is formed.  A
-//              16-byte copy of B that straddles N copies only the in-range 4-byte words (src-size 4, 8 or
-//              12) and zero-fills the rest.  Stores are masked as in stage 06; beta == 0 never reads C.
+//              16-byte chunk of B that straddles N goes as four 4-byte copies, the missing words with
+//              src-size 0 (so no byte past the matrix is read, as compute-sanitizer initcheck sees it).  Stores are masked as in stage 06; beta == 0 never reads C.
 // Alignment:   sgemm_cp_async assumes 16-byte aligned A, B, C, D and leading dimensions that are multiples
 //              of 4 (the launcher checks); sgemm_cp_async_unaligned is the same template with four 4-byte
 //              copies instead of each 16-byte one and a scalar epilogue.  A always moves 4 bytes at a time.
@@ -99,8 +99,10 @@ struct TileCopier {
         }
         const int n = b_k < K - k0 ? b_cols : 0;         // words of this chunk that exist
         const idx_t off = b_off + (idx_t)k0 * ldb;
-        if (VEC) {
-            cp16(&Bs[b_dst], n > 0 ? B + off : B, 4 * n);
+        // A partial chunk goes word by word: a 16-byte cp.async with src-size < 16 reads only src-size
+        // bytes, but initcheck counts all 16 as read, and past the matrix's end they are uninitialized.
+        if (VEC && n == 4) {
+            cp16(&Bs[b_dst], B + off, 16);
         } else {
 #pragma unroll
             for (int c = 0; c < 4; ++c) cp4(&Bs[b_dst + c], c < n ? B + off + c : B, c < n);

@@ -5,8 +5,9 @@
 //              producer: it alone issues every cp.async of every k-tile into a ring of STAGES = 4 slots.
 //              Slots are handed over through two mbarriers each.  full[s] completes when the producer's
 //              copies into slot s have landed (each producer lane's cp.async.mbarrier.arrive.noinc fires
-//              when its own copies complete: 32 arrivals).  empty[s] completes when all 8 consumer warps
-//              have finished reading slot s (one arrival per warp, after __syncwarp).  Nobody calls
+//              when its own copies complete: 32 arrivals).  empty[s] completes when all 256 consumer
+//              threads have finished reading slot s (one arrival each: with one arrival per warp after
+//              __syncwarp, compute-sanitizer racecheck reported the producer's refill racing lanes 1-31).  Nobody calls
 //              __syncthreads inside the k loop: a consumer warp waits only for the tile it needs, and the
 //              producer waits only for a slot to come free, so warps may drift up to 4 tiles apart.
 // Reproduces:  seed 000 kernel 6 (one producer warp feeding consumer warps through a block-scoped
@@ -29,7 +30,7 @@
 //              What could still win: no block-wide barrier, so one slow warp no longer stalls the other 7.
 //
 // Ragged edges: as stage 07: out-of-range copies have src-size 0 (zero-filled) and point at the matrix
-//              base; a 16-byte copy of B that straddles N copies only its in-range words; stores are
+//              base; a 16-byte chunk of B that straddles N goes as four 4-byte copies; stores are
 //              masked; beta == 0 never reads C.  Every consumer warp takes part in every k-tile, even where
 //              its outputs are out of range, so the barrier counts never depend on the shape.
 // Alignment:   sgemm_warp_specialized assumes 16-byte aligned A, B, C, D and leading dimensions that are
@@ -113,8 +114,8 @@ struct Producer {
         for (int i = 0; i < B_CHUNKS; ++i) {
             const int n = !CHECKED ? 4 : (i < K - k0 ? b_cols : 0);   // words of the chunk that exist
             float* dst = &Bs[i * BN + b_dst];
-            if (VEC) {
-                cp16(dst, n > 0 ? B + b + (idx_t)i * ldb : B, 4 * n);
+            if (VEC && n == 4) {          // partial chunks word by word: see stage 07's copier
+                cp16(dst, B + b + (idx_t)i * ldb, 16);
             } else {
 #pragma unroll
                 for (int c = 0; c < 4; ++c) cp4(dst + c, c < n ? B + b + (idx_t)i * ldb + c : B, c < n);
@@ -140,7 +141,7 @@ __device__ __forceinline__ void sgemm_warp_specialized_impl(int M, int N, int K,
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 32);                 // one copy-completion arrival per producer lane
-            mbar_init(&empty[s], CONSUMER_WARPS);    // one arrival per consumer warp
+            mbar_init(&empty[s], CONSUMERS);         // one arrival per consumer thread
         }
     }
     __syncthreads();   // the only block-wide barrier: the mbarriers exist before anyone uses them
@@ -186,15 +187,13 @@ __device__ __forceinline__ void sgemm_warp_specialized_impl(int M, int N, int K,
                 *reinterpret_cast<float4*>(&bf[4 * h]) =
                     *reinterpret_cast<const float4*>(&Bs[k * BN + tc * 4 + 64 * h]);
             }
+            // This thread's last read of slot s is done: release it (the arrive orders the reads first).
+            if (k == BK - 1) mbar_arrive(&empty[s]);
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
         }
-        // Every lane of this warp has read slot s (__syncwarp orders their reads before lane 0's
-        // release-arrive), so the producer may refill it once all 8 warps have said so.
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
     }
 
 #pragma unroll

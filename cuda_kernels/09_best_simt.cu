@@ -22,7 +22,8 @@
 //
 // Ragged edges: a copy whose source lies outside A or B (past M, N or K) copies 0 bytes and zero-fills its
 //              destination (cp.async's src-size operand), and points at the matrix base, so no out-of-range
-//              address is ever formed; stores are masked per element.
+//              address is ever formed; a 16-byte chunk of B that straddles N goes as four 4-byte
+//              copies, so no byte past the matrix is read; stores are masked per element.
 // Alignment:   sgemm_best_* assumes 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); sgemm_best_*_unaligned is the same template with 4-byte copies and scalar stores.
 // Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
@@ -122,8 +123,8 @@ struct Copier {
             const bool k_ok = kb + B_STEP * i < k_left;
             const float* src = k_ok && b_cols ? b + (idx_t)(B_STEP * i) * ldb : b_base;
             float* dst = &Bs[b_dst + B_STEP * i * T::BN];
-            if (VEC) {
-                copy16(dst, src, k_ok ? 4 * b_cols : 0);
+            if (VEC && k_ok && b_cols == 4) {   // partial chunks word by word: see stage 07's copier
+                copy16(dst, src, 16);
             } else {
 #pragma unroll
                 for (int c = 0; c < 4; ++c) copy4(dst + c, k_ok && c < b_cols ? src + c : b_base, k_ok && c < b_cols);

@@ -32,7 +32,8 @@
 //              in 4 slots unswizzled (x12_128x256x64_s4, 8-way conflicts for both operands): 106-110.
 //
 // Ragged edges: copies past M, N or K copy 0 bytes (cp.async src-size) from the matrix base; a 16-byte chunk
-//              that straddles K (A) or N (B) copies its in-range elements only and zero-fills the rest.
+//              that straddles K (A) or N (B) is loaded element by element and stored with zeros after them
+//              (a partial cp.async reads only its src-size bytes, but initcheck counts all 16 as read).
 //              Stores are masked per element pair.
 // Alignment:   mma_{f16,bf16} need 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); mma_*_unaligned is the same template with 2-byte loads into shared memory and
@@ -93,9 +94,9 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
-// 16 bytes global -> shared, L2 only; the first `bytes` (0..16, even) come from src, the rest are zeros.
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
+// 16 bytes global -> shared, L2 only.
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
 }
 // "memory": the unaligned path's loads of one chunk stay below the previous chunk's store (fewer registers).
 __device__ __forceinline__ void st_shared16(uint32_t dst, const uint32_t (&v)[4]) {
@@ -129,8 +130,6 @@ template <class C, class T, bool VEC>
 struct Loader {
     const T* a_src;          // A[m0 + t / CPR_A][8 (t % CPR_A)]
     const T* b_src;          // B[t / CPR_B][n0 + 8 (t % CPR_B)]
-    const T* a_base;         // what a copy of nothing points at
-    const T* b_base;
     idx_t a_step, b_step, ldb;
     unsigned a_rows_ok;      // bit i: A row t / CPR_A + A_ROWS i exists
     int a_k, b_k, b_cols;    // k offsets in A's and B's tiles; B columns in range (0..8)
@@ -138,7 +137,7 @@ struct Loader {
 
     __device__ __forceinline__ Loader(const T* A, idx_t lda, const T* B, idx_t ldb_, int M, int N, int m0,
                                       int n0, int tid) {
-        a_base = A, b_base = B, ldb = ldb_;
+        ldb = ldb_;
         const int ar = tid / C::CPR_A, ac = tid % C::CPR_A, br = tid / C::CPR_B, bc = tid % C::CPR_B;
         a_k = 8 * ac, b_k = br;
         a_rows_ok = 0;
@@ -173,15 +172,18 @@ struct Loader {
             const bool ok = ((a_rows_ok >> i) & 1) && left > 0;
             const T* src = a_src + i * a_step + kt * C::BK;
             const uint32_t dst = slot + a_dst + i * C::A_ROWS * C::LDA * 2;
-            if (VEC) cp16(dst, ok ? src : a_base, ok ? 2 * min(left, 8) : 0);
-            else fill(dst, src, ok ? min(left, 8) : 0);
+            const int n = ok ? min(left, 8) : 0;
+            // Partial chunks by plain loads: cp.async reads only its src-size bytes, but initcheck counts
+            // all 16, and past the matrix's end they are uninitialized.
+            if (VEC && n == 8) cp16(dst, src);
+            else fill(dst, src, n);
         }
         const T* b = b_src + (idx_t)kt * C::BK * ldb;
 #pragma unroll
         for (int i = 0; i < C::B_COPIES; ++i) {
             const bool ok = kt * C::BK + b_k + i * C::B_ROWS < K && b_cols > 0;
             const uint32_t dst = slot + b_dst + i * C::B_ROWS * C::LDB * 2;
-            if (VEC) cp16(dst, ok ? b + i * b_step : b_base, ok ? 2 * b_cols : 0);
+            if (VEC && ok && b_cols == 8) cp16(dst, b + i * b_step);
             else fill(dst, b + i * b_step, ok ? b_cols : 0);
         }
     }

@@ -56,7 +56,7 @@
 //
 // Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
 //              matrix base, so no out-of-range address is formed; a 16-byte chunk that straddles K (A) or N
-//              (B) copies only its in-range elements (src-size = 2 bytes per element) and zero-fills the rest.
+//              (B) is loaded element by element and stored with zeros after them (as in stage 12).
 //              Stores are masked per row, and per element where a 16-byte run crosses N.
 // Alignment:   mma_swizzle_{f16,bf16} need 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); the _unaligned twins are the same template with 2-byte loads (packed into 16-byte
@@ -118,10 +118,7 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
-// 16 bytes global -> shared, L2 only; the first `bytes` (0..16, even) come from src, the rest are zeros.
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(bytes));
-}
+// 16 bytes global -> shared, L2 only.
 __device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
 }
@@ -177,8 +174,6 @@ template <class C, class T, bool VEC>
 struct Loader {
     const T* a_src;          // A[m0 + t / CPR_A][8 (t % CPR_A)]
     const T* b_src;          // B[t / CPR_B][n0 + 8 (t % CPR_B)]
-    const T* a_base;         // what a copy of nothing points at
-    const T* b_base;
     idx_t a_step, b_step, ldb;
     unsigned a_rows_ok;      // bit i: A row t / CPR_A + A_ROWS i exists
     int a_k, b_k, b_cols;    // this thread's k offset in A's and B's tiles; B columns in range (0..8)
@@ -187,7 +182,7 @@ struct Loader {
 
     __device__ __forceinline__ Loader(const T* A, idx_t lda, const T* B, idx_t ldb_, int M, int N, int m0,
                                       int n0, int tid) {
-        a_base = A, b_base = B, ldb = ldb_;
+        ldb = ldb_;
         const int ar = tid / C::CPR_A, ac = tid % C::CPR_A, br = tid / C::CPR_B, bc = tid % C::CPR_B;
         a_k = 8 * ac, b_k = br;
         a_rows_ok = 0;
@@ -218,22 +213,17 @@ struct Loader {
             const bool ok = ((a_rows_ok >> I) & 1) && left > 0;
             const T* src = a_src + I * a_step + kt * C::BK;
             const uint32_t dst = slot + a_dst + I * C::A_ROWS * C::BK * 2;
-            if (VEC) {
-                cp16(dst, ok ? src : a_base, ok ? 2 * min(left, 8) : 0);
-            } else {
-                fill(dst, src, ok ? min(left, 8) : 0);
-            }
+            const int n = ok ? min(left, 8) : 0;
+            if (VEC && n == 8) cp16(dst, src);   // partial chunks by plain loads: see stage 12's loader
+            else fill(dst, src, n);
         } else {
             constexpr int I = J - C::A_COPIES;
             const int k = kt * C::BK + b_k + I * C::B_ROWS;
             const bool ok = k < K && b_cols > 0;
             const T* src = b_src + (idx_t)kt * C::BK * ldb + I * b_step;
             const uint32_t dst = slot + b_dst + I * C::B_ROWS * C::BN * 2;
-            if (VEC) {
-                cp16(dst, ok ? src : b_base, ok ? 2 * b_cols : 0);
-            } else {
-                fill(dst, src, ok ? b_cols : 0);
-            }
+            if (VEC && ok && b_cols == 8) cp16(dst, src);
+            else fill(dst, src, ok ? b_cols : 0);
         }
     }
 

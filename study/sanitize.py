@@ -6,8 +6,9 @@ A child process calls every CUDA implementation, in every dtype (and layout) it 
 `SHAPES` (1, 33, 257 and a non-square one), with beta != 0 so that C is read, plus once through unaligned
 views (the `_unaligned` entries).  Each tool runs the child once, with host API errors off
 (`--report-api-errors no`: cuda-bindings probes driver entry points through cuGetProcAddress, and those
-failed probes are not the kernels').  Errors are attributed to implementations by the kernel name in each
-report; anything reported in a kernel that is not the study's (torch's own) is kept as "other".
+failed probes are not the kernels').  Errors are attributed to the implementation that was running (the
+child prints a marker after each one); anything reported in a kernel that is not the study's (torch's own)
+is kept as "other".
 
 The records land in gpu-evidence.json under "sanitizer", keyed like the equivalence records by the
 implementation's source hash, and tests/test_evidence.py fails a CUDA kernel without a clean record for its
@@ -68,23 +69,39 @@ def child(only: str = "") -> None:
 # memcheck, synccheck, initcheck: "ERROR SUMMARY: 0 errors"; racecheck: "RACECHECK SUMMARY: 0 hazards displayed
 # (0 errors, 0 warnings)".
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
-_KERNEL = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(\S.*?)\+0x[0-9a-f]+")
+_MARKER = re.compile(r"^SANITIZED (\S+)$", re.M)
+# A frame in one of the study's kernel sources ("... in 08_warp_specialized.cu:185", "in async_copy.cuh:28").
+_OWN_SOURCE = re.compile(r" in [\w.-]+\.cuh?:\d+")
+_KERNEL = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(\S.*?)\+0x[0-9a-f]+|Device Frame: ?(\S+?)\+0x[0-9a-f]+")
 
 
 def attribute(output: str, entry_owner: dict[str, str]) -> tuple[int | None, dict[str, int]]:
-    """(total errors, errors per implementation) from one compute-sanitizer run's output.  Each error block
-    starts with a line "========= <what>" and names its kernel in an "at <kernel>+0x..." line."""
+    """(total errors, errors per implementation) from one compute-sanitizer run's output.
+
+    The child runs one implementation at a time, synchronizes, and prints "SANITIZED <name>", so a report
+    belongs to the implementation whose marker follows it.  Reports name device functions and template
+    instances (racecheck gives no entry point), not always an entry, so the marker decides; a report that
+    names neither one of the study's entries nor one of its source files (a torch kernel) counts as
+    "other"."""
     m = _SUMMARY.search(output)
     total = int(m.group(1) or m.group(2)) if m else None
     per: dict[str, int] = {}
-    # A report's headline has one space after the "=" run; its detail lines are indented further.
-    for block in re.split(r"\n(?=={9} \S)", output):
-        head = block.strip().splitlines()[0] if block.strip() else ""
-        names = _KERNEL.findall(block)
-        if not names or "SUMMARY" in head:
-            continue
-        owner = next((entry_owner[n] for n in names if n in entry_owner), "other")
-        per[owner] = per.get(owner, 0) + 1
+    start = 0
+    segments = []
+    for mk in _MARKER.finditer(output):
+        segments.append((output[start:mk.start()], mk.group(1)))
+        start = mk.end()
+    segments.append((output[start:], "other"))      # after the last marker: an implementation that never finished
+    for text, impl in segments:
+        # A report's headline has one space after the "=" run; its detail lines are indented further.
+        for block in re.split(r"\n(?=={9} \S)", text):
+            head = block.strip().splitlines()[0] if block.strip() else ""
+            if "SUMMARY" in head or not _KERNEL.search(block):
+                continue
+            names = {n for pair in _KERNEL.findall(block) for n in pair if n}
+            ours = any(n in entry_owner for n in names) or _OWN_SOURCE.search(block)
+            owner = impl if ours else "other"
+            per[owner] = per.get(owner, 0) + 1
     return total, per
 
 
