@@ -13,12 +13,13 @@ def gemm_fp64(p):
 
 def gemm_int8(p):
     """int8 x int8 -> int32 through torch._int_mm (cuBLASLt IMMA).  _int_mm takes only M > 16 and K, N
-    multiples of 8, and on the H100 (torch 2.11, CUDA 13) cuBLASLt also refused M that are not multiples of
-    8 (CUBLAS_STATUS_NOT_SUPPORTED at M = 17, 31, 33, 130).  So any other shape is zero-padded into a copy
-    first (exact: zeros add nothing): the timed shapes (multiples of 8) call cuBLAS alone.  alpha and beta (integral, by the contract) are applied in
-    int32 afterwards."""
+    multiples of 8, but on the H100 (torch 2.11, CUDA 13) cuBLASLt refused (CUBLAS_STATUS_NOT_SUPPORTED)
+    every padded shape tried but 32^3: M x N x K = 17x1000x8, 24x1000x8, 40^3, 130x264x64 and 136x264x64.
+    So every dimension goes up to a multiple of 32: a shape that is not one already is zero-padded into a
+    copy first (exact: zeros add nothing), and the timed shapes (multiples of 32) call cuBLAS alone.  alpha
+    and beta (integral, by the contract) are applied in int32 afterwards."""
     M, N, K = p.mnk
-    Mp, Np, Kp = max(-(-M // 8) * 8, 24), -(-N // 8) * 8, -(-K // 8) * 8
+    Mp, Np, Kp = (-(-d // 32) * 32 for d in (M, N, K))
     a, b = p.a, p.b
     if (Mp, Np, Kp) != (M, N, K):
         a = torch.zeros((Mp, Kp), dtype=torch.int8, device=a.device)

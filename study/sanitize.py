@@ -43,6 +43,14 @@ def _entries(impl) -> set[str]:
     return {e for c in cuda_launches(impl) for e in c.entries()}
 
 
+def call(impl, what: str, a, b, x, alpha: float, beta: float) -> None:
+    """One call, synchronized, so that a report printed before the next "CALL" line is this call's."""
+    import torch
+    print("CALL", impl.name, what, flush=True)
+    impl(a, b, x.c, alpha, beta, out=x.out)
+    torch.cuda.synchronize()
+
+
 def child(only: str = "") -> None:
     import torch
 
@@ -54,15 +62,15 @@ def child(only: str = "") -> None:
             alpha, beta = (2.0, 3.0) if ints else (1.5, 0.5)
             for M, N, K in SHAPES:
                 x = make_inputs(M, N, K, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
-                impl(x.a, x.b, x.c, alpha, beta, out=x.out)
+                call(impl, f"{dtype} {M}x{N}x{K}", x.a, x.b, x, alpha, beta)
                 if "col-major" in impl.layouts and M == 33:
-                    impl(x.a.t().contiguous().t(), x.b.t().contiguous().t(), x.c, alpha, beta, out=x.out)
+                    call(impl, f"{dtype} {M}x{N}x{K} col-major", x.a.t().contiguous().t(), x.b.t().contiguous().t(),
+                         x, alpha, beta)
             # Unaligned views: storage offset 1, odd pitch (the `_unaligned` twins).
             x = make_inputs(45, 37, 67, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
             a = torch.empty(45 * 69 + 1, dtype=x.a.dtype, device="cuda")[1:].view(45, 69)[:, :67]
             a.copy_(x.a)
-            impl(a, x.b, x.c, alpha, beta, out=x.out)
-            torch.cuda.synchronize()
+            call(impl, f"{dtype} 45x37x67 unaligned A", a, x.b, x, alpha, beta)
         print("SANITIZED", impl.name, flush=True)
 
 
