@@ -70,7 +70,7 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
 fi
 if [[ " $STEPS " == *" profile "* ]]; then
   log "profile: ncu counters of every implementation and dtype at 4096^3 and one ragged shape"
-  timeout 560 python3 -m study.sweep --profile --out reports 2>&1 | tee "$LOGS/profile.log" || status=1
+  timeout 520 python3 -m study.sweep --profile --out reports 2>&1 | tee "$LOGS/profile.log" || status=1
   python3 -m study.report --dir reports > /dev/null || status=1
 fi
 log "pack reports"
