@@ -50,7 +50,7 @@ def test_current_source_passed_on_a_gpu(name, expected):
 
 
 @pytest.mark.parametrize("name", _awaiting(AWAITING_SANITIZER, [i.name for i in study.implementations("cuda")],
-                                           "a compute-sanitizer record"))
+                                           "a clean compute-sanitizer record"))
 def test_cuda_kernel_is_sanitizer_clean(name):
     """compute-sanitizer memcheck, racecheck, synccheck and initcheck found nothing in this kernel's current
     source, on ragged shapes (study/sanitize.py, run by tools/gpu_run.sh)."""
