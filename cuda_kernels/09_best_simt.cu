@@ -23,7 +23,8 @@
 // Ragged edges: a copy whose source lies outside A or B (past M, N or K) copies 0 bytes and zero-fills its
 //              destination (cp.async's src-size operand), and points at the matrix base, so no out-of-range
 //              address is ever formed; a 16-byte chunk of B that straddles N goes as four 4-byte
-//              copies, so no byte past the matrix is read; stores are masked per element.
+//              copies, so that no byte past the matrix is read (compute-sanitizer initcheck checks
+//              this); stores are masked per element.
 // Alignment:   sgemm_best_* assumes 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); sgemm_best_*_unaligned is the same template with 4-byte copies and scalar stores.
 // Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
@@ -88,6 +89,7 @@ struct Copier {
     bool a_ok[A_ROWS];
     const float* b_src;                  // B[kb][n] for this thread's first chunk
     int b_cols;                          // how many of the chunk's 4 columns exist (0..4)
+    bool b_full;                         // all 4 exist: a flag of its own, see the note in load()
     int a_dst, b_dst, ka, kb;
 
     __device__ __forceinline__ Copier(const float* A, idx_t lda, const float* B, idx_t ldb, int M, int N,
@@ -103,6 +105,7 @@ struct Copier {
         kb = tid / (T::BN / 4);
         const int col = n0 + 4 * (tid % (T::BN / 4));
         b_cols = max(0, min(4, N - col));
+        b_full = col + 4 <= N;
         b_src = B + (idx_t)kb * ldb + col;   // only used where b_cols > 0 and the k row exists
         b_dst = kb * T::BN + 4 * (tid % (T::BN / 4));
     }
@@ -123,7 +126,10 @@ struct Copier {
             const bool k_ok = kb + B_STEP * i < k_left;
             const float* src = k_ok && b_cols ? b + (idx_t)(B_STEP * i) * ldb : b_base;
             float* dst = &Bs[b_dst + B_STEP * i * T::BN];
-            if (VEC && k_ok && b_cols == 4) {   // partial chunks word by word: see stage 07's copier
+            // Partial chunks go word by word (see stage 07's copier).  The test reads b_full, not
+            // b_cols == 4: ptxas 13.0 branched the prologue's copies on the predicate output of the
+            // clamp that computes b_cols, and initcheck caught a 16-byte copy at N = 1 (NOTES.md).
+            if (VEC && k_ok && b_full) {
                 copy16(dst, src, 16);
             } else {
 #pragma unroll
