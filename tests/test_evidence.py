@@ -21,10 +21,9 @@ EVIDENCE = registry.ROOT / "reports" / "gpu-evidence.json"
 # Nothing awaits GPU evidence: the H100 run of 2026-11-23 (commits fa84eb1 and 305448a) recorded every
 # implementation's full suite.
 AWAITING_GPU: set[str] = set()
-# Stage 09's aligned 64x64 entry: initcheck saw thread 0 issue an unpredicated 16-byte cp.async of B on the
-# 1x1x1 call, where only one word exists (the source says that path needs 4 words; see NOTES.md, "Stage 09
-# initcheck").  Results are right (the extra columns are never stored), but it reads past B: not clean.
-AWAITING_SANITIZER = {"cuda:09_best_simt"}
+# Every CUDA kernel has a clean record: stage 09, the last, after its fix in 6a402ce (NOTES.md, "Stage 09
+# initcheck").
+AWAITING_SANITIZER: set[str] = set()
 
 
 @pytest.fixture(scope="module")
