@@ -474,30 +474,48 @@ struct FastCopier {
 constexpr int CHUNK = 4;
 
 // One k-tile t, its A fragments in set P (so that set 1 - P can take tile t+1's while the wgmmas run).
-template <int V, bool VEC, int P>
+// PIPE: tile t's wgmmas are still running when tile t+1's are issued (B hi/lo in 3 buffers; a warpgroup waits
+// only for tile t-1's wgmmas before it overwrites their A fragments), and hi*hi's promotion waits only for the
+// chunk's own last wgmmas, while the next tile's corrections already run.  Without PIPE every k-tile ends with
+// all of its wgmmas drained.
+template <int V, bool VEC, bool PIPE, int P>
 __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, FastCopier& fast, unsigned char* ring,
                                        __half* hilo, int warp, int lane, float (&acc)[64], float (&chunk)[64],
                                        float (&corr)[64], unsigned (&ah)[2][2][4], unsigned (&al)[2][2][4]) {
     static_assert((RING & (RING - 1)) == 0, "slots are picked with a mask");
-    const __half* b_hi = hilo + P * 2 * B_HALVES;
+    constexpr int BUFS = PIPE ? 3 : 2;
+    const int buf = PIPE ? t % BUFS : P, next_buf = PIPE ? (t + 1) % BUFS : 1 - P;
+    const __half* b_hi = hilo + buf * 2 * B_HALVES;
     const __half* b_lo = b_hi + B_HALVES;
-    fence();
+    if constexpr (V == TCEC && PIPE) {
+        // A finished chunk leaves the tensor core before the next one starts; the pipe drains here, once
+        // per CHUNK k-tiles.  (Promoting while the corrections still ran made ptxas serialize every wgmma.)
+        if (t > 0 && (t & (CHUNK - 1)) == 0) {
+            wait<0>();
+            hold(chunk);
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const uint64_t bh = descriptor(b_hi + k * OCTET_BYTES), bl = descriptor(b_lo + k * OCTET_BYTES);
-        if constexpr (V == TCEC) {
-            mma(chunk, ah[P][k], bh, (t & (CHUNK - 1)) + k);   // a fresh chunk at the first product of CHUNK tiles
-            mma(corr, al[P][k], bh, 1);
-            mma(corr, ah[P][k], bl, 1);
-        } else {
-            mma(acc, ah[P][k], bh, 1);
-            if constexpr (V == MARKIDIS) {
-                mma(acc, al[P][k], bh, 1);
-                mma(acc, ah[P][k], bl, 1);
-            }
+            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
         }
     }
-    commit();
+    fence();
+    {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const uint64_t bh = descriptor(b_hi + k * OCTET_BYTES), bl = descriptor(b_lo + k * OCTET_BYTES);
+            if constexpr (V == TCEC) {
+                mma(chunk, ah[P][k], bh, (t & (CHUNK - 1)) + k);   // a fresh chunk at the first product of CHUNK tiles
+                mma(corr, al[P][k], bh, 1);
+                mma(corr, ah[P][k], bl, 1);
+            } else {
+                mma(acc, ah[P][k], bh, 1);
+                if constexpr (V == MARKIDIS) {
+                    mma(acc, al[P][k], bh, 1);
+                    mma(acc, ah[P][k], bl, 1);
+                }
+            }
+        }
+        commit();
+    }
     // The copies are issued after the wgmmas, so that the tensor cores start as early as possible.
     const int ahead = t + RING - 1;   // into the slot of tile t-1, which this warp split two steps ago
     if (ahead < o.k_tiles) {
@@ -508,26 +526,35 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
     }
     async_copy::commit();
     if (t + 1 < o.k_tiles) {
+        if constexpr (PIPE) {
+            // Tile t-1's wgmmas read the fragments the split below overwrites: wait for them (not for tile
+            // t's).  Its B buffer's last reader was tile t-2, which both warpgroups waited for before the
+            // previous barrier.
+            wait<1>();
+            hold(ah[1 - P][0]), hold(ah[1 - P][1]), hold(al[1 - P][0]), hold(al[1 - P][1]);
+        }
         async_copy::wait_group<RING - 2>();   // this warp's copies of tile t+1 ...
         __syncwarp();                          // ... are visible to all its lanes
-        __half* next = hilo + (1 - P) * 2 * B_HALVES;
+        __half* next = hilo + next_buf * 2 * B_HALVES;
         split_tile<V>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
                       al[1 - P]);
     }
-    wait<0>();
-    hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
-    if constexpr (V == TCEC) {
-        if ((t & (CHUNK - 1)) == CHUNK - 1 || t + 1 == o.k_tiles) {
+    if constexpr (!PIPE) {
+        wait<0>();
+        hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
+        if constexpr (V == TCEC) {
+            if ((t & (CHUNK - 1)) == CHUNK - 1 || t + 1 == o.k_tiles) {
 #pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
+                for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
+            }
         }
     }
-    __syncthreads();   // tile t+1's B hi/lo is complete, and every wgmma reading this buffer has finished
+    __syncthreads();   // tile t+1's B hi/lo is complete (and, without PIPE, nothing reads this buffer any more)
 }
 
 }  // namespace wg
 
-template <int V, bool VEC>
+template <int V, bool VEC, bool PIPE = false>
 __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                                            const float* __restrict__ B, idx_t ldb, float beta,
                                            const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
@@ -558,11 +585,19 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     split_tile<V>(ring, hilo, hilo + B_HALVES, warp, lane, ah[0], al[0]);
     __syncthreads();
     for (int t = 0; t < o.k_tiles; t += 2) {
-        k_step<V, VEC, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+        k_step<V, VEC, PIPE, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
         if (t + 1 < o.k_tiles)
-            k_step<V, VEC, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+            k_step<V, VEC, PIPE, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
     }
     async_copy::wait_all();
+    if constexpr (PIPE) {
+        wait<0>();
+        hold(acc), hold(chunk), hold(corr);
+        if constexpr (V == TCEC) {
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // the last chunk (1 to CHUNK k-tiles)
+        }
+    }
 
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
@@ -604,6 +639,15 @@ TCEC_ENTRY(tcec_markidis, MARKIDIS, true, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_nocorr, NOCORR, true, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false, 256, tcec_wgmma)
+template <int V, bool VEC>
+__device__ __forceinline__ void tcec_wgmma_pipe(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                                idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
+                                                const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
+    tcec_wgmma<V, VEC, true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
+}
+TCEC_ENTRY(tcec_fp16_pipe, TCEC, true, 256, tcec_wgmma_pipe)
+TCEC_ENTRY(tcec_markidis_pipe, MARKIDIS, true, 256, tcec_wgmma_pipe)
+TCEC_ENTRY(tcec_nocorr_pipe, NOCORR, true, 256, tcec_wgmma_pipe)
 // 3xTF32: 256 threads on the mma.sync path, tf32::SMEM_BYTES.
 TCEC_ENTRY(tcec_tf32, TF32X3, true, 256, tcec_mma_sync)
 TCEC_ENTRY(tcec_tf32_unaligned, TF32X3, false, 256, tcec_mma_sync)
