@@ -412,7 +412,7 @@ __device__ __forceinline__ void copy_tile(unsigned char* slot, int warp, int lan
 
 // Warp w's split of a landed slot: its A rows into fragments ah/al (rows g, g+8 of its 16; k pairs 2t, 2t+8
 // of each k16 step), and its two B blocks into core-matrix rows, a lane per column.
-template <int V>
+template <int V, bool NO_B = false>
 __device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_hi, __half* b_lo, int warp, int lane,
                                            unsigned (&ah)[2][4], unsigned (&al)[2][4]) {
     const float* a = reinterpret_cast<const float*>(slot);
@@ -427,7 +427,7 @@ __device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_
         split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH + 8), ah[k][3], al[k][3]);
     }
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < (NO_B ? 0 : 2); ++j) {
         const int block = 2 * warp + j, octet = block >> 2, n = 32 * (block & 3) + lane;
         split8<V>(b + 8 * octet * BN + n, b_hi + b_offset(n, octet), b_lo + b_offset(n, octet));
     }
@@ -458,11 +458,12 @@ struct FastCopier {
         b_dst = (BM * A_PITCH + b_row * BN + b_col) * 4;
     }
     // Tile t into `slot`; the pointers must already point at tile t (advance() once per k-tile).
+    template <bool NO_B = false>
     __device__ __forceinline__ void copy(unsigned char* slot) const {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             async_copy::cp16(reinterpret_cast<float*>(slot + a_dst + i * 4 * A_PITCH * 4), a + i * a4, 16);
-            async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + ((i & 1) * 4 * BN + (i >> 1) * 32) * 4),
+            if (!NO_B) async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + ((i & 1) * 4 * BN + (i >> 1) * 32) * 4),
                              b + (i & 1) * b4 + (i >> 1) * 32, 16);
         }
     }
@@ -478,11 +479,12 @@ constexpr int CHUNK = 4;
 // only for tile t-1's wgmmas before it overwrites their A fragments), and hi*hi's promotion waits only for the
 // chunk's own last wgmmas, while the next tile's corrections already run.  Without PIPE every k-tile ends with
 // all of its wgmmas drained.
-template <int V, bool VEC, bool PIPE, int P>
+template <int V, bool VEC, int MODE, int P>
 __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, FastCopier& fast, unsigned char* ring,
                                        __half* hilo, int warp, int lane, float (&acc)[64], float (&chunk)[64],
                                        float (&corr)[64], unsigned (&ah)[2][2][4], unsigned (&al)[2][2][4]) {
     static_assert((RING & (RING - 1)) == 0, "slots are picked with a mask");
+    constexpr bool PIPE = MODE & 1, NO_B = MODE & 2;
     constexpr int BUFS = PIPE ? 3 : 2;
     const int buf = PIPE ? t % BUFS : P, next_buf = PIPE ? (t + 1) % BUFS : 1 - P;
     const __half* b_hi = hilo + buf * 2 * B_HALVES;
@@ -520,7 +522,7 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
     const int ahead = t + RING - 1;   // into the slot of tile t-1, which this warp split two steps ago
     if (ahead < o.k_tiles) {
         unsigned char* slot = ring + (ahead & (RING - 1)) * SLOT_BYTES;
-        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.copy(slot);
+        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.template copy<NO_B>(slot);
         else copy_tile<VEC>(slot, warp, lane, o.A, o.lda, o.B, o.ldb, o.M, o.N, o.K, o.m0, o.n0, ahead * BK);
         fast.a += BK, fast.b += fast.b_tile;
     }
@@ -536,7 +538,7 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
         async_copy::wait_group<RING - 2>();   // this warp's copies of tile t+1 ...
         __syncwarp();                          // ... are visible to all its lanes
         __half* next = hilo + next_buf * 2 * B_HALVES;
-        split_tile<V>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
+        split_tile<V, NO_B>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
                       al[1 - P]);
     }
     if constexpr (!PIPE) {
@@ -554,7 +556,7 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
 
 }  // namespace wg
 
-template <int V, bool VEC, bool PIPE = false>
+template <int V, bool VEC, int MODE = 0>
 __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                                            const float* __restrict__ B, idx_t ldb, float beta,
                                            const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
@@ -585,12 +587,12 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     split_tile<V>(ring, hilo, hilo + B_HALVES, warp, lane, ah[0], al[0]);
     __syncthreads();
     for (int t = 0; t < o.k_tiles; t += 2) {
-        k_step<V, VEC, PIPE, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+        k_step<V, VEC, MODE, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
         if (t + 1 < o.k_tiles)
-            k_step<V, VEC, PIPE, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+            k_step<V, VEC, MODE, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
     }
     async_copy::wait_all();
-    if constexpr (PIPE) {
+    if constexpr (MODE & 1) {
         wait<0>();
         hold(acc), hold(chunk), hold(corr);
         if constexpr (V == TCEC) {
@@ -643,8 +645,16 @@ template <int V, bool VEC>
 __device__ __forceinline__ void tcec_wgmma_pipe(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                 idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
                                                 const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    tcec_wgmma<V, VEC, true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
+    tcec_wgmma<V, VEC, 1>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
 }
+template <int V, bool VEC>
+__device__ __forceinline__ void tcec_wgmma_nob(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                               idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
+                                               const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
+    tcec_wgmma<V, VEC, 2>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
+}
+TCEC_ENTRY(xabl_tcec_nob, TCEC, true, 256, tcec_wgmma_nob)
+TCEC_ENTRY(xabl_markidis_nob, MARKIDIS, true, 256, tcec_wgmma_nob)
 TCEC_ENTRY(tcec_fp16_pipe, TCEC, true, 256, tcec_wgmma_pipe)
 TCEC_ENTRY(tcec_markidis_pipe, MARKIDIS, true, 256, tcec_wgmma_pipe)
 TCEC_ENTRY(tcec_nocorr_pipe, NOCORR, true, 256, tcec_wgmma_pipe)
