@@ -394,7 +394,7 @@ __device__ __forceinline__ void split8(const float* col, __half* hi, __half* lo)
 
 // Warp w's copies of one k-tile, 4 chunks of 4 floats of each operand per lane: A rows 16w .. 16w+15, and
 // the B blocks (k-octet, 32-column block) numbered 2w and 2w+1 (octet = block / 4, columns 32 (block % 4) ..).
-template <bool VEC>
+template <bool VEC, bool PRESPLIT>
 __device__ __forceinline__ void copy_tile(unsigned char* slot, int warp, int lane, const float* __restrict__ A,
                                           idx_t lda, const float* __restrict__ B, idx_t ldb, int M, int N, int K,
                                           int m0, int n0, int k0) {
@@ -405,14 +405,28 @@ __device__ __forceinline__ void copy_tile(unsigned char* slot, int warp, int lan
         const int c = lane + 32 * i;
         const int row = 16 * warp + (c >> 3), ka = (c & 7) * 4;
         copy4<VEC>(a + row * A_PITCH + ka, A, lda, m0 + row, k0 + ka, M, K);
+        if (PRESPLIT) continue;   // B's hi/lo tiles come ready-made: copy_split_b
         const int block = 2 * warp + (c >> 6), kb = 8 * (block >> 2) + ((c & 63) >> 3), n = 32 * (block & 3) + 4 * (c & 7);
         copy4<VEC>(b + kb * BN + n, B, ldb, k0 + kb, n0 + n, K, N);
     }
 }
 
+// PRESPLIT: B was split once, before the GEMM, by split_b below, into the exact shared-memory image of each
+// k-tile's hi and lo tiles (16 KiB, zero-padded past K and N).  Warp w copies its eighth of it into the slot
+// where the fp32 B tile would go, and the wgmmas read it there.
+__device__ __forceinline__ void copy_split_b(unsigned char* slot, const __half* tile, int warp, int lane) {
+    unsigned char* dst = slot + BM * A_PITCH * 4;
+    const unsigned char* src = reinterpret_cast<const unsigned char*>(tile);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int off = warp * 2048 + i * 512 + lane * 16;
+        async_copy::cp16(reinterpret_cast<float*>(dst + off), reinterpret_cast<const float*>(src + off), 16);
+    }
+}
+
 // Warp w's split of a landed slot: its A rows into fragments ah/al (rows g, g+8 of its 16; k pairs 2t, 2t+8
 // of each k16 step), and its two B blocks into core-matrix rows, a lane per column.
-template <int V, bool NO_B = false>
+template <int V, bool PRESPLIT>
 __device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_hi, __half* b_lo, int warp, int lane,
                                            unsigned (&ah)[2][4], unsigned (&al)[2][4]) {
     const float* a = reinterpret_cast<const float*>(slot);
@@ -427,15 +441,18 @@ __device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_
         split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH + 8), ah[k][3], al[k][3]);
     }
 #pragma unroll
-    for (int j = 0; j < (NO_B ? 0 : 2); ++j) {
+    for (int j = 0; j < (PRESPLIT ? 0 : 2); ++j) {
         const int block = 2 * warp + j, octet = block >> 2, n = 32 * (block & 3) + lane;
         split8<V>(b + 8 * octet * BN + n, b_hi + b_offset(n, octet), b_lo + b_offset(n, octet));
     }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // st.shared -> wgmma's reads
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // st.shared and cp.async -> wgmma's reads
 }
+
+constexpr int WS_TILE = 2 * B_HALVES;   // halves: one k-tile's B hi then B lo, as split_b lays them out
 
 struct Operands {
     const float* A; idx_t lda; const float* B; idx_t ldb; int M, N, K, m0, n0, k_tiles;
+    const __half* ws;   // PRESPLIT: this block's column of split B tiles, k-tile by k-tile
 };
 
 // copy_tile for a k-tile that lies wholly inside A and B (most of them): no bounds, and the 8 source
@@ -458,12 +475,12 @@ struct FastCopier {
         b_dst = (BM * A_PITCH + b_row * BN + b_col) * 4;
     }
     // Tile t into `slot`; the pointers must already point at tile t (advance() once per k-tile).
-    template <bool NO_B = false>
+    template <bool PRESPLIT>
     __device__ __forceinline__ void copy(unsigned char* slot) const {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             async_copy::cp16(reinterpret_cast<float*>(slot + a_dst + i * 4 * A_PITCH * 4), a + i * a4, 16);
-            if (!NO_B) async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + ((i & 1) * 4 * BN + (i >> 1) * 32) * 4),
+            if (!PRESPLIT) async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + ((i & 1) * 4 * BN + (i >> 1) * 32) * 4),
                              b + (i & 1) * b4 + (i >> 1) * 32, 16);
         }
     }
@@ -475,98 +492,74 @@ struct FastCopier {
 constexpr int CHUNK = 4;
 
 // One k-tile t, its A fragments in set P (so that set 1 - P can take tile t+1's while the wgmmas run).
-// PIPE: tile t's wgmmas are still running when tile t+1's are issued (B hi/lo in 3 buffers; a warpgroup waits
-// only for tile t-1's wgmmas before it overwrites their A fragments), and hi*hi's promotion waits only for the
-// chunk's own last wgmmas, while the next tile's corrections already run.  Without PIPE every k-tile ends with
-// all of its wgmmas drained.
-template <int V, bool VEC, int MODE, int P>
+template <int V, bool VEC, bool PRESPLIT, int P>
 __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, FastCopier& fast, unsigned char* ring,
                                        __half* hilo, int warp, int lane, float (&acc)[64], float (&chunk)[64],
                                        float (&corr)[64], unsigned (&ah)[2][2][4], unsigned (&al)[2][2][4]) {
     static_assert((RING & (RING - 1)) == 0, "slots are picked with a mask");
-    constexpr bool PIPE = MODE & 1, NO_B = MODE & 2;
-    constexpr int BUFS = PIPE ? 3 : 2;
-    const int buf = PIPE ? t % BUFS : P, next_buf = PIPE ? (t + 1) % BUFS : 1 - P;
-    const __half* b_hi = hilo + buf * 2 * B_HALVES;
+    const __half* b_hi = PRESPLIT ? reinterpret_cast<const __half*>(ring + (t & (RING - 1)) * SLOT_BYTES + BM * A_PITCH * 4)
+                                  : hilo + P * 2 * B_HALVES;
     const __half* b_lo = b_hi + B_HALVES;
-    if constexpr (V == TCEC && PIPE) {
-        // A finished chunk leaves the tensor core before the next one starts; the pipe drains here, once
-        // per CHUNK k-tiles.  (Promoting while the corrections still ran made ptxas serialize every wgmma.)
-        if (t > 0 && (t & (CHUNK - 1)) == 0) {
-            wait<0>();
-            hold(chunk);
-#pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
-        }
-    }
     fence();
-    {
 #pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const uint64_t bh = descriptor(b_hi + k * OCTET_BYTES), bl = descriptor(b_lo + k * OCTET_BYTES);
-            if constexpr (V == TCEC) {
-                mma(chunk, ah[P][k], bh, (t & (CHUNK - 1)) + k);   // a fresh chunk at the first product of CHUNK tiles
-                mma(corr, al[P][k], bh, 1);
-                mma(corr, ah[P][k], bl, 1);
-            } else {
-                mma(acc, ah[P][k], bh, 1);
-                if constexpr (V == MARKIDIS) {
-                    mma(acc, al[P][k], bh, 1);
-                    mma(acc, ah[P][k], bl, 1);
-                }
+    for (int k = 0; k < 2; ++k) {
+        const uint64_t bh = descriptor(b_hi + k * OCTET_BYTES), bl = descriptor(b_lo + k * OCTET_BYTES);
+        if constexpr (V == TCEC) {
+            mma(chunk, ah[P][k], bh, (t & (CHUNK - 1)) + k);   // a fresh chunk at the first product of CHUNK tiles
+            mma(corr, al[P][k], bh, 1);
+            mma(corr, ah[P][k], bl, 1);
+        } else {
+            mma(acc, ah[P][k], bh, 1);
+            if constexpr (V == MARKIDIS) {
+                mma(acc, al[P][k], bh, 1);
+                mma(acc, ah[P][k], bl, 1);
             }
         }
-        commit();
     }
+    commit();
     // The copies are issued after the wgmmas, so that the tensor cores start as early as possible.
     const int ahead = t + RING - 1;   // into the slot of tile t-1, which this warp split two steps ago
     if (ahead < o.k_tiles) {
         unsigned char* slot = ring + (ahead & (RING - 1)) * SLOT_BYTES;
-        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.template copy<NO_B>(slot);
-        else copy_tile<VEC>(slot, warp, lane, o.A, o.lda, o.B, o.ldb, o.M, o.N, o.K, o.m0, o.n0, ahead * BK);
+        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.template copy<PRESPLIT>(slot);
+        else copy_tile<VEC, PRESPLIT>(slot, warp, lane, o.A, o.lda, o.B, o.ldb, o.M, o.N, o.K, o.m0, o.n0, ahead * BK);
+        if (PRESPLIT) copy_split_b(slot, o.ws + (idx_t)ahead * WS_TILE, warp, lane);
         fast.a += BK, fast.b += fast.b_tile;
     }
     async_copy::commit();
     if (t + 1 < o.k_tiles) {
-        if constexpr (PIPE) {
-            // Tile t-1's wgmmas read the fragments the split below overwrites: wait for them (not for tile
-            // t's).  Its B buffer's last reader was tile t-2, which both warpgroups waited for before the
-            // previous barrier.
-            wait<1>();
-            hold(ah[1 - P][0]), hold(ah[1 - P][1]), hold(al[1 - P][0]), hold(al[1 - P][1]);
-        }
         async_copy::wait_group<RING - 2>();   // this warp's copies of tile t+1 ...
         __syncwarp();                          // ... are visible to all its lanes
-        __half* next = hilo + next_buf * 2 * B_HALVES;
-        split_tile<V, NO_B>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
+        __half* next = hilo + (1 - P) * 2 * B_HALVES;
+        split_tile<V, PRESPLIT>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
                       al[1 - P]);
     }
-    if constexpr (!PIPE) {
-        wait<0>();
-        hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
-        if constexpr (V == TCEC) {
-            if ((t & (CHUNK - 1)) == CHUNK - 1 || t + 1 == o.k_tiles) {
+    wait<0>();
+    hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
+    if constexpr (V == TCEC) {
+        if ((t & (CHUNK - 1)) == CHUNK - 1 || t + 1 == o.k_tiles) {
 #pragma unroll
-                for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
-            }
+            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
         }
     }
-    __syncthreads();   // tile t+1's B hi/lo is complete (and, without PIPE, nothing reads this buffer any more)
+    __syncthreads();   // tile t+1's B hi/lo is complete, and every wgmma reading this buffer has finished
 }
 
 }  // namespace wg
 
-template <int V, bool VEC, int MODE = 0>
+template <int V, bool VEC, bool PRESPLIT = false>
 __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                                            const float* __restrict__ B, idx_t ldb, float beta,
-                                           const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
+                                           const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd,
+                                           const __half* __restrict__ ws = nullptr) {
     using namespace wg;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char* ring = smem_raw;
     __half* hilo = reinterpret_cast<__half*>(smem_raw + RING * SLOT_BYTES);
     int m0, n0;
     block_origin(M, m0, n0);
-    const Operands o{A, lda, B, ldb, M, N, K, m0, n0, (K + BK - 1) / BK};
+    const int k_tiles = (K + BK - 1) / BK;
+    const Operands o{A, lda, B, ldb, M, N, K, m0, n0, k_tiles, ws + (idx_t)(n0 / BN) * k_tiles * WS_TILE};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     float acc[64], chunk[64], corr[64];
@@ -578,28 +571,23 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     FastCopier fast(o, warp, lane);
 #pragma unroll
     for (int i = 0; i < RING - 1; ++i) {
-        if (i < o.k_tiles) copy_tile<VEC>(ring + i * SLOT_BYTES, warp, lane, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
+        if (i < o.k_tiles) {
+            copy_tile<VEC, PRESPLIT>(ring + i * SLOT_BYTES, warp, lane, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
+            if (PRESPLIT) copy_split_b(ring + i * SLOT_BYTES, o.ws + (idx_t)i * WS_TILE, warp, lane);
+        }
         async_copy::commit();
         fast.a += BK, fast.b += fast.b_tile;
     }
     async_copy::wait_group<RING - 2>();
     __syncwarp();
-    split_tile<V>(ring, hilo, hilo + B_HALVES, warp, lane, ah[0], al[0]);
+    split_tile<V, PRESPLIT>(ring, hilo, hilo + B_HALVES, warp, lane, ah[0], al[0]);
     __syncthreads();
     for (int t = 0; t < o.k_tiles; t += 2) {
-        k_step<V, VEC, MODE, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+        k_step<V, VEC, PRESPLIT, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
         if (t + 1 < o.k_tiles)
-            k_step<V, VEC, MODE, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+            k_step<V, VEC, PRESPLIT, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
     }
     async_copy::wait_all();
-    if constexpr (MODE & 1) {
-        wait<0>();
-        hold(acc), hold(chunk), hold(corr);
-        if constexpr (V == TCEC) {
-#pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // the last chunk (1 to CHUNK k-tiles)
-        }
-    }
 
     const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
@@ -634,6 +622,56 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
                      D + z * batch_d, ldd);                                                                  \
     }
 
+// PRESPLIT's first kernel: block (kt, nb, z) writes k-tile kt of B's 128-column block nb (of GEMM z) as the
+// shared-memory image of its hi and lo tiles (wg::b_offset), zeros past K and N.  Thread n splits column n,
+// eight k at a time: its reads are a warp's 128 consecutive bytes, its 16-byte writes one contiguous run.
+template <int V>
+__device__ __forceinline__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, __half* __restrict__ ws) {
+    const int kt = blockIdx.x, nb = blockIdx.y, n = threadIdx.x, col = nb * BN + n;
+    __half* tile = ws + ((idx_t)nb * gridDim.x + kt) * wg::WS_TILE;
+#pragma unroll
+    for (int octet = 0; octet < BK / 8; ++octet) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int k = kt * BK + 8 * octet + i;
+            v[i] = k < K && col < N ? B[(idx_t)k * ldb + col] : 0.0f;
+        }
+        uint4 h, l;
+        wg::split2<V>(make_float2(v[0], v[1]), h.x, l.x);
+        wg::split2<V>(make_float2(v[2], v[3]), h.y, l.y);
+        wg::split2<V>(make_float2(v[4], v[5]), h.z, l.z);
+        wg::split2<V>(make_float2(v[6], v[7]), h.w, l.w);
+        *reinterpret_cast<uint4*>(tile + wg::b_offset(n, octet)) = h;
+        if (V != NOCORR) *reinterpret_cast<uint4*>(tile + wg::B_HALVES + wg::b_offset(n, octet)) = l;
+    }
+}
+
+#define TCEC_SPLIT_ENTRY(NAME, V)                                                                            \
+    extern "C" __global__ void __launch_bounds__(BN) NAME(const float* __restrict__ B, idx_t ldb, int K, int N, \
+                                                          idx_t batch_b, __half* __restrict__ ws) {          \
+        const idx_t z = blockIdx.z, per_gemm = (idx_t)gridDim.x * gridDim.y * wg::WS_TILE;                  \
+        split_b<V>(B + z * batch_b, ldb, K, N, ws + z * per_gemm);                                           \
+    }
+// The GEMM after it: as TCEC_ENTRY, plus the split tiles.
+#define TCEC_PRESPLIT_ENTRY(NAME, V, VEC)                                                                    \
+    extern "C" __global__ void __launch_bounds__(256, 1)                                                     \
+    NAME(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,                           \
+         const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,         \
+         float* __restrict__ D, idx_t ldd, idx_t batch_a, idx_t batch_b, idx_t batch_c, idx_t batch_d,      \
+         const __half* __restrict__ ws) {                                                                    \
+        const idx_t z = blockIdx.z, per_gemm = (idx_t)((N + BN - 1) / BN) * ((K + BK - 1) / BK) * wg::WS_TILE; \
+        tcec_wgmma<V, VEC, true>(M, N, K, alpha, A + z * batch_a, lda, B, ldb, beta, C + z * batch_c, ldc,  \
+                                 D + z * batch_d, ldd, ws + z * per_gemm);                                   \
+    }
+TCEC_SPLIT_ENTRY(tcec_split_b_fp16, TCEC)
+TCEC_SPLIT_ENTRY(tcec_split_b_markidis, MARKIDIS)
+TCEC_SPLIT_ENTRY(tcec_split_b_nocorr, NOCORR)
+TCEC_PRESPLIT_ENTRY(tcec_fp16_ps, TCEC, true)
+TCEC_PRESPLIT_ENTRY(tcec_fp16_ps_unaligned, TCEC, false)
+TCEC_PRESPLIT_ENTRY(tcec_markidis_ps, MARKIDIS, true)
+TCEC_PRESPLIT_ENTRY(tcec_nocorr_ps, NOCORR, true)
+
 // fp16 variants: 256 threads (two warpgroups), wg::SMEM_BYTES of dynamic shared memory.
 TCEC_ENTRY(tcec_fp16, TCEC, true, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_fp16_unaligned, TCEC, false, 256, tcec_wgmma)
@@ -641,23 +679,6 @@ TCEC_ENTRY(tcec_markidis, MARKIDIS, true, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_nocorr, NOCORR, true, 256, tcec_wgmma)
 TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false, 256, tcec_wgmma)
-template <int V, bool VEC>
-__device__ __forceinline__ void tcec_wgmma_pipe(int M, int N, int K, float alpha, const float* __restrict__ A,
-                                                idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
-                                                const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    tcec_wgmma<V, VEC, 1>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
-}
-template <int V, bool VEC>
-__device__ __forceinline__ void tcec_wgmma_nob(int M, int N, int K, float alpha, const float* __restrict__ A,
-                                               idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
-                                               const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    tcec_wgmma<V, VEC, 2>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
-}
-TCEC_ENTRY(xabl_tcec_nob, TCEC, true, 256, tcec_wgmma_nob)
-TCEC_ENTRY(xabl_markidis_nob, MARKIDIS, true, 256, tcec_wgmma_nob)
-TCEC_ENTRY(tcec_fp16_pipe, TCEC, true, 256, tcec_wgmma_pipe)
-TCEC_ENTRY(tcec_markidis_pipe, MARKIDIS, true, 256, tcec_wgmma_pipe)
-TCEC_ENTRY(tcec_nocorr_pipe, NOCORR, true, 256, tcec_wgmma_pipe)
 // 3xTF32: 256 threads on the mma.sync path, tf32::SMEM_BYTES.
 TCEC_ENTRY(tcec_tf32, TF32X3, true, 256, tcec_mma_sync)
 TCEC_ENTRY(tcec_tf32_unaligned, TF32X3, false, 256, tcec_mma_sync)

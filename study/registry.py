@@ -112,6 +112,33 @@ class CudaBatchedLaunch(CudaLaunch):
 
 
 @dataclass(frozen=True)
+class CudaPresplitLaunch(CudaBatchedLaunch):
+    """Two kernels per GEMM: `split_entry` first writes B, split, into a workspace of `ws_tile` halves per
+    (k-tile of `split_tile[0]`, column block of `split_tile[1]`), then the GEMM entry reads it (its last
+    argument).  The workspace is allocated per call, and both launches are inside what is timed."""
+    split_entry: str = ""
+    split_tile: tuple[int, int] = (32, 128)
+    ws_tile: int = 0
+
+    def entries(self) -> tuple[str, ...]:
+        return (*super().entries(), self.split_entry)
+
+    def _launch(self, name: str, p, entry: str, depth: int, extra: list) -> None:
+        import torch
+        from . import cuda_launch
+        M, N, K = p.mnk
+        kt, nb = -(-K // self.split_tile[0]), -(-N // self.split_tile[1])
+        if nb > 65535:
+            raise ValueError(f"{name}: N = {N} needs {nb} column blocks for B's split; the launch allows 65535")
+        ws = torch.empty(depth * kt * nb * self.ws_tile, dtype=torch.float16, device=p.b.device)
+        batch_b = extra[1][1] if extra else 0
+        k = cuda_launch.kernel(CUDA_DIR / self.source, self.split_entry, p.b.device)
+        cuda_launch.launch(k, (kt, nb, depth), (self.split_tile[1], 1, 1), 0, [
+            ("ptr", p.b), ("i64", p.ldb), ("int", K), ("int", N), ("i64", batch_b), ("ptr", ws)], p.b.device)
+        super()._launch(name, p, entry, depth, [*extra, ("ptr", ws)])
+
+
+@dataclass(frozen=True)
 class CudaTypedLaunch(CudaLaunch):
     """A tensor-core stage: one entry per type pair and operand layout, named by filling `entry`'s fields:
     {pair} from `pairs` (input dtype -> the .cu file's tag, e.g. "fp16" -> "f16f32"), {ab} from the call's

@@ -2,7 +2,8 @@
 
     python tools/tcec_cuda_probe.py tcec_fp16:256:180224:fp16x3-tcec tcec_markidis:256:180224:fp16x3-markidis
 
-Each entry is NAME:THREADS:DYNAMIC_SMEM:PRECISION (the tolerance it is judged by, study/schema.py); it is
+Each entry is NAME:THREADS:DYNAMIC_SMEM:PRECISION[:SPLIT_ENTRY] (the tolerance it is judged by,
+study/schema.py; with SPLIT_ENTRY, B is split first by that kernel, as CudaPresplitLaunch does); it is
 launched exactly as the registry launches stage 14 (CudaBatchedLaunch, 128x128 tiles).  Every entry is first
 checked on ragged shapes, then timed at --shapes.  A tuning aid: the numbers that count come from study.sweep
 on registered implementations.
@@ -15,7 +16,7 @@ import torch
 
 from _probe import cublas_row, setup
 from study.contract import validate
-from study.registry import CudaBatchedLaunch
+from study.registry import CudaBatchedLaunch, CudaPresplitLaunch
 from study.timing import bench
 from study.verify import judge, make_inputs, reference
 
@@ -28,9 +29,12 @@ def main() -> None:
     dev, flush, clock = setup()
     entries = []
     for e in args.entries:
-        name, threads, smem, precision = e.split(":")
-        entries.append((name, precision, CudaBatchedLaunch("14_tcec.cu", name, (int(threads), 1, 1), (128, 128),
-                                                           dynamic_smem=int(smem))))
+        name, threads, smem, precision, *split = e.split(":")
+        common = dict(source="14_tcec.cu", entry=name, block=(int(threads), 1, 1), tile=(128, 128),
+                      dynamic_smem=int(smem))
+        launch = (CudaPresplitLaunch(**common, split_entry=split[0], ws_tile=2 * 128 * 32) if split
+                  else CudaBatchedLaunch(**common))
+        entries.append((name, precision, launch))
 
     def launcher(name, launch, precision, x):
         p = validate(name, {"fp32": precision}, {}, x.a, x.b, x.c, x.alpha, x.beta, x.out)
