@@ -6,11 +6,11 @@
 //              hiA hiB collects in a tensor-core accumulator for 4 k-tiles (128 k) at most, then is added to
 //              fp32 registers with ordinary round-to-nearest FADDs; the two correction products, 2^11
 //              smaller, share their own tensor-core accumulator.  On Hopper this runs on wgmma (m64n128k16,
-//              two warpgroups of 64x128 per 128x128 tile).  Each warp copies, by cp.async into a 4-slot ring,
-//              exactly the fp32 data it splits: its own 16 rows of A, split in registers straight into
-//              wgmma's A fragments, and 1/8 of the B tile, split into the hi/lo fp16 tiles in wgmma's
-//              shared-memory layout that both warpgroups read.  The split of k-tile t+1 runs while the tensor
-//              cores work on tile t.
+//              two warpgroups of 64x128 per 128x128 tile), in two kernels.  The first splits B once into
+//              hi/lo fp16 tiles laid out exactly as wgmma reads them from shared memory.  In the GEMM each
+//              warp copies, by cp.async into a 4-slot ring, its own 16 rows of fp32 A, which it splits in
+//              registers straight into wgmma's A fragments, and 1/8 of the k-tile's split B.  The split of
+//              k-tile t+1 runs while the tensor cores work on tile t.
 // Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs. (6)-(7),
 //              its WMMAe idea (fragments built in registers from fp32 data, no hi/lo copy of A in shared
 //              memory), and its central finding, that accumulating inside the tensor cores (which round toward
@@ -38,25 +38,32 @@
 //                6 A's ring rows padded 36 -> 40 floats (ncu: 2^24 bank conflicts gone),
 //                  copies issued after the wgmmas:                                                 132 (2.6x)
 //                7 hi*hi promoted every 4 k-tiles instead of every one:                            137 (2.7x)
+//                8 B split once, by a first kernel, instead of by every block of a column:         163 (3.2x)
+//                  (at 4096^3: 140 -> 170.)  Every 128-row block split all of B again (32x at 4096^3),
+//                  through shared memory: fp32 in by cp.async, read back, hi/lo written, then read by
+//                  the wgmmas - 48 KiB of shared traffic per k-tile beside the wgmmas' own 48, where
+//                  copying the split tiles costs 16.  An ablation that skipped B's copy and split
+//                  entirely ran at 210 at 4096^3, so this was the largest cost left.  The first kernel
+//                  reads B and writes its split once (~45 us of DRAM traffic at 4096^3, inside the timing).
 //              Tried, not faster: the sums in shared memory to free 64 registers (132), single-buffered A
 //              fragments (137), promotion every 8 k-tiles (no gain, relerr 2.3e-7 -> 3.6e-7), 8-byte B loads
 //              writing two core-matrix rows per lane (tcec_markidis fell from ~155 to 133-144; not profiled),
 //              two producer warpgroups splitting A and B for consumers that read both from shared memory
-//              (107).  tcec_markidis, with one 64-register accumulator (154 registers against 255), runs ~12%
-//              faster on the same split; the likeliest limit left, not proven, is that three accumulators leave
-//              ptxas no registers to hide the split's latency.  ncu of the final kernels: reports/ncu_tcec.csv.
-// Measured:    H100 SXM, study.sweep --quick of bc14610 (reports/), L2 flushed, median, randn inputs:
-//              4096^3 136.4 TFLOP/s, 2.62x cuBLAS SGEMM (52.0), relerr 2.3e-7 (SGEMM 1.1e-6), 1875 MHz;
-//              8192^3 128.5 TFLOP/s, 2.51x (51.3), relerr 2.5e-7 (SGEMM 1.6e-6).  tools/tcec_cuda_probe.py
-//              runs of the same kernel gave 141-146 (4096^3) and 137-143 (8192^3): the SM clock sags under
-//              tensor load (1600-1900 MHz) and moves the result by ~10% from run to run.  Short of the 3x that
-//              issue 6 asks for.
+//              (107), keeping tile t's wgmmas in flight while tile t+1's issue (3 B buffers, a wait for
+//              tile t-1 only; 140.5 against 140.1, before step 8).  Before step 8, tcec_markidis (one
+//              64-register accumulator, 154 registers against 255) ran ~12% faster on the same split.
+// Measured:    H100 SXM, tools/tcec_cuda_probe.py of 547dc09 (this kernel, before the in-block B split was
+//              deleted), L2 flushed, median, randn inputs, cuBLAS SGEMM timed just before:
+//              4096^3 169.5 TFLOP/s, 3.29x cuBLAS SGEMM (51.6), relerr 2.29e-7, 1803 MHz;
+//              8192^3 163.3 TFLOP/s, 3.19x (51.3), relerr 2.51e-7, 1402 MHz (the SM clock sags under tensor
+//              load and moves results by ~10% from run to run).  The sweep's figures are in reports/.
 //
-// Ragged edges: copies outside M, N or K zero-fill (cp.async's src-size; no out-of-range address is formed);
-//              stores are masked.
-// Alignment:   tcec_* use 16-byte copies and 8-byte stores, so the launcher takes them only for 16-byte aligned
-//              operand starts and leading dimensions; tcec_*_unaligned is the same template with 4-byte copies
-//              and scalar stores (study/registry.py picks it).
+// Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's copies outside M or K
+//              zero-fill (cp.async's src-size; no out-of-range address is formed); stores are masked.
+// Alignment:   split_b reads B element by element (any alignment).  tcec_* copy A in 16-byte chunks and store D
+//              in 8-byte pairs, so the launcher takes them only for 16-byte aligned operand starts and leading
+//              dimensions; tcec_*_unaligned is the same template with 4-byte copies and scalar stores
+//              (study/registry.py picks it).
 // Range:       the fp16 split needs |x| <= 65504 (beyond it hi is inf and D turns inf/NaN: loud, not silent),
 //              and loses accuracy for |x| < ~2^-14, where lo falls into fp16 subnormals (and hi itself below
 //              2^-24 becomes 0).  tcec_tf32 has neither limit.  The report measures both on a wide-range
@@ -297,33 +304,27 @@ __device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const flo
 
 }  // namespace tf32
 
-template <int V, bool VEC>
-__device__ __forceinline__ void tcec_mma_sync(int M, int N, int K, float alpha, const float* __restrict__ A,
-                                              idx_t lda, const float* __restrict__ B, idx_t ldb, float beta,
-                                              const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    static_assert(V == TF32X3, "the fp16 variants run on wgmma");
-    tf32::gemm<VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
-}
-
 // ---- the wgmma path (fp16 variants) ---------------------------------------------------------------------
-// Hopper's warpgroup MMA reads B straight from shared memory, so per k16 step a warp needs only its own A
-// fragments in registers.  Two warpgroups; warpgroup w owns rows 64w .. 64w+63 of the 128x128 tile as m64n128
-// accumulators.  Every warp copies, with cp.async into a 4-slot ring, exactly the fp32 data it splits itself:
-// its 16 rows of A, which it splits in registers straight into wgmma's A fragments (seed 002's WMMAe idea: no
-// hi/lo copy of A ever touches shared memory), and two 8x32 blocks of B, which it splits into the hi/lo core
-// matrices that both warpgroups' wgmmas read.  So a warp waits for its own copies alone (no block barrier
-// guards the ring), and one barrier per k-tile publishes the B hi/lo tiles.  The split of k-tile t+1 runs
-// while the tensor cores work on tile t (A fragments are double-buffered in registers for that).
+// Two kernels.  split_b splits B once, before the GEMM, into the exact shared-memory image of each k-tile's
+// hi and lo tiles (wgmma's B operand), zero-padded past K and N.  Then the GEMM: Hopper's warpgroup MMA reads B
+// straight from shared memory, so per k16 step a warp needs only its own A fragments in registers.  Two
+// warpgroups; warpgroup w owns rows 64w .. 64w+63 of the 128x128 tile as m64n128 accumulators.  Every warp
+// copies, with cp.async into a 4-slot ring, its 16 rows of fp32 A, which it splits in registers straight into
+// wgmma's A fragments (seed 002's WMMAe idea: no hi/lo copy of A ever touches shared memory), and an eighth of
+// the k-tile's split B, which both warpgroups' wgmmas read where it lands.  So a warp waits for its own copies
+// alone, and one barrier per k-tile publishes the B tiles.  The split of k-tile t+1's A runs while the tensor
+// cores work on tile t (A fragments are double-buffered in registers for that).
 namespace wg {
 
 constexpr int RING = 4;
 // A rows padded to 40 floats: a half-warp's 8-byte fragment loads (4 rows x 4 lanes) hit banks 8g + 2t, all distinct
 // (ncu counted 2^24 bank conflicts per 4096^3 GEMM with 36, whose rows are only 4 banks apart).
 constexpr int A_PITCH = BK + 8;
-constexpr int SLOT_BYTES = (BM * A_PITCH + BK * BN) * 4;      // fp32 A, then fp32 B
 constexpr int B_HALVES = BN * BK;                              // one hi or lo B tile
-constexpr int HILO_BYTES = 2 * 2 * B_HALVES * 2;               // two buffers of B hi and B lo
-constexpr int SMEM_BYTES = RING * SLOT_BYTES + HILO_BYTES;
+constexpr int WS_TILE = 2 * B_HALVES;                          // halves: one k-tile's B hi, then its B lo
+constexpr int A_BYTES = BM * A_PITCH * 4;
+constexpr int SLOT_BYTES = A_BYTES + WS_TILE * 2;              // fp32 A, then B hi and B lo
+constexpr int SMEM_BYTES = RING * SLOT_BYTES;
 
 // B in wgmma's no-swizzle K-major layout: 8x8 "core matrices" of 8 n-rows by 8 k-values (16 bytes), each
 // 128 contiguous bytes; the 16 core matrices of one k-octet lie side by side along n, then the next octet.
@@ -379,59 +380,90 @@ __device__ __forceinline__ void split2(float2 x, unsigned& hi, unsigned& lo) {
     lo = half2_bits(__floats2half2_rn((x.x - f.x) * s, (x.y - f.y) * s));
 }
 
-// Eight fp32 values down one column of a ring slot's B tile (k = 8 octet .. 8 octet + 7) -> one 16-byte row of
-// a hi and of a lo core matrix.
+// split_b's block (kt, nb) of GEMM z writes k-tile kt of B's 128-column block nb as that k-tile's shared-memory
+// image: hi at b_offset, lo B_HALVES after it, zeros past K and N.  Thread n splits column n, eight k at a
+// time: a warp's reads are 128 consecutive bytes of a row, its 16-byte writes one contiguous run.
 template <int V>
-__device__ __forceinline__ void split8(const float* col, __half* hi, __half* lo) {
-    uint4 h, l;
-    split2<V>(make_float2(col[0], col[BN]), h.x, l.x);
-    split2<V>(make_float2(col[2 * BN], col[3 * BN]), h.y, l.y);
-    split2<V>(make_float2(col[4 * BN], col[5 * BN]), h.z, l.z);
-    split2<V>(make_float2(col[6 * BN], col[7 * BN]), h.w, l.w);
-    *reinterpret_cast<uint4*>(hi) = h;
-    if (V != NOCORR) *reinterpret_cast<uint4*>(lo) = l;
+__device__ __forceinline__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, __half* __restrict__ ws) {
+    const int kt = blockIdx.x, nb = blockIdx.y, n = threadIdx.x, col = nb * BN + n;
+    __half* tile = ws + ((idx_t)nb * gridDim.x + kt) * WS_TILE;
+#pragma unroll
+    for (int octet = 0; octet < BK / 8; ++octet) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int k = kt * BK + 8 * octet + i;
+            v[i] = k < K && col < N ? B[(idx_t)k * ldb + col] : 0.0f;
+        }
+        uint4 h, l;
+        split2<V>(make_float2(v[0], v[1]), h.x, l.x);
+        split2<V>(make_float2(v[2], v[3]), h.y, l.y);
+        split2<V>(make_float2(v[4], v[5]), h.z, l.z);
+        split2<V>(make_float2(v[6], v[7]), h.w, l.w);
+        *reinterpret_cast<uint4*>(tile + b_offset(n, octet)) = h;
+        if (V != NOCORR) *reinterpret_cast<uint4*>(tile + B_HALVES + b_offset(n, octet)) = l;
+    }
 }
 
-// Warp w's copies of one k-tile, 4 chunks of 4 floats of each operand per lane: A rows 16w .. 16w+15, and
-// the B blocks (k-octet, 32-column block) numbered 2w and 2w+1 (octet = block / 4, columns 32 (block % 4) ..).
-template <bool VEC, bool PRESPLIT>
-__device__ __forceinline__ void copy_tile(unsigned char* slot, int warp, int lane, const float* __restrict__ A,
-                                          idx_t lda, const float* __restrict__ B, idx_t ldb, int M, int N, int K,
-                                          int m0, int n0, int k0) {
+struct Operands {
+    const float* A; idx_t lda; int M, K, m0, k_tiles;
+    const __half* ws;   // this block's column of split B tiles, k-tile after k-tile
+};
+
+// Warp w's copies of one k-tile: 4 chunks of 4 floats of A per lane (rows 16w .. 16w+15), and 2 KiB of the
+// split B tile (bytes 2048w ..), which is always whole.
+template <bool VEC>
+__device__ __forceinline__ void copy_tile(unsigned char* slot, const Operands& o, int warp, int lane, int kt) {
     float* a = reinterpret_cast<float*>(slot);
-    float* b = a + BM * A_PITCH;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int c = lane + 32 * i;
         const int row = 16 * warp + (c >> 3), ka = (c & 7) * 4;
-        copy4<VEC>(a + row * A_PITCH + ka, A, lda, m0 + row, k0 + ka, M, K);
-        if (PRESPLIT) continue;   // B's hi/lo tiles come ready-made: copy_split_b
-        const int block = 2 * warp + (c >> 6), kb = 8 * (block >> 2) + ((c & 63) >> 3), n = 32 * (block & 3) + 4 * (c & 7);
-        copy4<VEC>(b + kb * BN + n, B, ldb, k0 + kb, n0 + n, K, N);
+        copy4<VEC>(a + row * A_PITCH + ka, o.A, o.lda, o.m0 + row, kt * BK + ka, o.M, o.K);
     }
-}
-
-// PRESPLIT: B was split once, before the GEMM, by split_b below, into the exact shared-memory image of each
-// k-tile's hi and lo tiles (16 KiB, zero-padded past K and N).  Warp w copies its eighth of it into the slot
-// where the fp32 B tile would go, and the wgmmas read it there.
-__device__ __forceinline__ void copy_split_b(unsigned char* slot, const __half* tile, int warp, int lane) {
-    unsigned char* dst = slot + BM * A_PITCH * 4;
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(tile);
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(o.ws + (idx_t)kt * WS_TILE);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int off = warp * 2048 + i * 512 + lane * 16;
-        async_copy::cp16(reinterpret_cast<float*>(dst + off), reinterpret_cast<const float*>(src + off), 16);
+        async_copy::cp16(reinterpret_cast<float*>(slot + A_BYTES + off), reinterpret_cast<const float*>(b + off), 16);
     }
 }
 
+// copy_tile for a k-tile that lies wholly inside A (most of them): no bounds, and the source addresses are
+// fixed offsets from two pointers that advance by one k-tile per step, where copy_tile spends a 64-bit
+// multiply and a clamp on each.  Lane chunks as in copy_tile: A chunk i is row 16w + lane/8 + 4i.
+struct FastCopier {
+    const float* a;       // this lane's first A chunk in the current k-tile
+    const __half* b;      // this lane's first split-B chunk in the current k-tile
+    idx_t a4;             // 4 rows of A
+    int a_dst, b_dst;     // byte offsets of the first chunks within a ring slot
+
+    __device__ __forceinline__ FastCopier(const Operands& o, int warp, int lane) {
+        const int a_row = 16 * warp + (lane >> 3);
+        a = o.A + (o.m0 + a_row) * o.lda + (lane & 7) * 4;
+        b = o.ws + (warp * 2048 + lane * 16) / 2;
+        a4 = 4 * o.lda;
+        a_dst = (a_row * A_PITCH + (lane & 7) * 4) * 4;
+        b_dst = A_BYTES + warp * 2048 + lane * 16;
+    }
+    // Tile t into `slot`; the pointers must already point at tile t (advance() once per k-tile).
+    __device__ __forceinline__ void copy(unsigned char* slot) const {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            async_copy::cp16(reinterpret_cast<float*>(slot + a_dst + i * 4 * A_PITCH * 4), a + i * a4, 16);
+            async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + i * 512),
+                             reinterpret_cast<const float*>(b + i * 256), 16);
+        }
+    }
+    __device__ __forceinline__ void advance() { a += BK, b += WS_TILE; }
+};
+
 // Warp w's split of a landed slot: its A rows into fragments ah/al (rows g, g+8 of its 16; k pairs 2t, 2t+8
-// of each k16 step), and its two B blocks into core-matrix rows, a lane per column.
-template <int V, bool PRESPLIT>
-__device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_hi, __half* b_lo, int warp, int lane,
-                                           unsigned (&ah)[2][4], unsigned (&al)[2][4]) {
-    const float* a = reinterpret_cast<const float*>(slot);
-    const float* b = a + BM * A_PITCH;
-    const float* r0 = a + (16 * warp + (lane >> 2)) * A_PITCH + 2 * (lane & 3);
+// of each k16 step).
+template <int V>
+__device__ __forceinline__ void split_tile(const unsigned char* slot, int warp, int lane, unsigned (&ah)[2][4],
+                                           unsigned (&al)[2][4]) {
+    const float* r0 = reinterpret_cast<const float*>(slot) + (16 * warp + (lane >> 2)) * A_PITCH + 2 * (lane & 3);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         const float* p = r0 + 16 * k;
@@ -440,51 +472,10 @@ __device__ __forceinline__ void split_tile(const unsigned char* slot, __half* b_
         split2<V>(*reinterpret_cast<const float2*>(p + 8), ah[k][2], al[k][2]);
         split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH + 8), ah[k][3], al[k][3]);
     }
-#pragma unroll
-    for (int j = 0; j < (PRESPLIT ? 0 : 2); ++j) {
-        const int block = 2 * warp + j, octet = block >> 2, n = 32 * (block & 3) + lane;
-        split8<V>(b + 8 * octet * BN + n, b_hi + b_offset(n, octet), b_lo + b_offset(n, octet));
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // st.shared and cp.async -> wgmma's reads
+    // The slot's B arrived by cp.async, which wgmma (the async proxy) reads only after this fence and the
+    // barrier that follows.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-
-constexpr int WS_TILE = 2 * B_HALVES;   // halves: one k-tile's B hi then B lo, as split_b lays them out
-
-struct Operands {
-    const float* A; idx_t lda; const float* B; idx_t ldb; int M, N, K, m0, n0, k_tiles;
-    const __half* ws;   // PRESPLIT: this block's column of split B tiles, k-tile by k-tile
-};
-
-// copy_tile for a k-tile that lies wholly inside A and B (most of them): no bounds, and the 8 source
-// addresses are 3 fixed offsets from two pointers that advance by one k-tile per step, where copy_tile
-// spends a 64-bit multiply and a clamp on each.  Lane chunks as in copy_tile: A chunk i is row
-// 16w + lane/8 + 4i, B chunk i is k-row 8(w/2) + lane/8 + 4(i%2) at column 32((2w)%4 + i/2) + 4(lane%8).
-struct FastCopier {
-    const float* a;       // this lane's first A chunk in the current k-tile
-    const float* b;
-    idx_t a4, b4, b_tile; // 4 rows of A, 4 rows of B, one k-tile of B (BK rows)
-    int a_dst, b_dst;     // byte offsets of the first chunks within a ring slot
-
-    __device__ __forceinline__ FastCopier(const Operands& o, int warp, int lane) {
-        const int a_row = 16 * warp + (lane >> 3), b_row = 8 * (warp >> 1) + (lane >> 3);
-        const int b_col = 32 * ((2 * warp) & 3) + 4 * (lane & 7);
-        a = o.A + (o.m0 + a_row) * o.lda + (lane & 7) * 4;
-        b = o.B + b_row * o.ldb + o.n0 + b_col;
-        a4 = 4 * o.lda, b4 = 4 * o.ldb, b_tile = BK * o.ldb;
-        a_dst = (a_row * A_PITCH + (lane & 7) * 4) * 4;
-        b_dst = (BM * A_PITCH + b_row * BN + b_col) * 4;
-    }
-    // Tile t into `slot`; the pointers must already point at tile t (advance() once per k-tile).
-    template <bool PRESPLIT>
-    __device__ __forceinline__ void copy(unsigned char* slot) const {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            async_copy::cp16(reinterpret_cast<float*>(slot + a_dst + i * 4 * A_PITCH * 4), a + i * a4, 16);
-            if (!PRESPLIT) async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + ((i & 1) * 4 * BN + (i >> 1) * 32) * 4),
-                             b + (i & 1) * b4 + (i >> 1) * 32, 16);
-        }
-    }
-};
 
 // hi*hi collects in `chunk` over CHUNK k-tiles (CHUNK * 32 products) before it leaves the tensor core: the
 // tensor cores' truncation then acts on sums of 128 products instead of K, and the promotion adds cost 16 FADDs
@@ -492,17 +483,16 @@ struct FastCopier {
 constexpr int CHUNK = 4;
 
 // One k-tile t, its A fragments in set P (so that set 1 - P can take tile t+1's while the wgmmas run).
-template <int V, bool VEC, bool PRESPLIT, int P>
+template <int V, bool VEC, int P>
 __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, FastCopier& fast, unsigned char* ring,
-                                       __half* hilo, int warp, int lane, float (&acc)[64], float (&chunk)[64],
-                                       float (&corr)[64], unsigned (&ah)[2][2][4], unsigned (&al)[2][2][4]) {
+                                       int warp, int lane, float (&acc)[64], float (&chunk)[64], float (&corr)[64],
+                                       unsigned (&ah)[2][2][4], unsigned (&al)[2][2][4]) {
     static_assert((RING & (RING - 1)) == 0, "slots are picked with a mask");
-    const __half* b_hi = PRESPLIT ? reinterpret_cast<const __half*>(ring + (t & (RING - 1)) * SLOT_BYTES + BM * A_PITCH * 4)
-                                  : hilo + P * 2 * B_HALVES;
+    const __half* b_hi = reinterpret_cast<const __half*>(ring + (t & (RING - 1)) * SLOT_BYTES + A_BYTES);
     const __half* b_lo = b_hi + B_HALVES;
     fence();
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 2; ++k) {   // a k16 step spans two k-octets: 2 * OCTET_BYTES bytes = OCTET_BYTES halves
         const uint64_t bh = descriptor(b_hi + k * OCTET_BYTES), bl = descriptor(b_lo + k * OCTET_BYTES);
         if constexpr (V == TCEC) {
             mma(chunk, ah[P][k], bh, (t & (CHUNK - 1)) + k);   // a fresh chunk at the first product of CHUNK tiles
@@ -517,22 +507,20 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
         }
     }
     commit();
-    // The copies are issued after the wgmmas, so that the tensor cores start as early as possible.
-    const int ahead = t + RING - 1;   // into the slot of tile t-1, which this warp split two steps ago
+    // The copies are issued after the wgmmas, so that the tensor cores start as early as possible.  They go
+    // into the slot of tile t-1, whose wgmmas every warpgroup finished before the previous barrier.
+    const int ahead = t + RING - 1;
     if (ahead < o.k_tiles) {
         unsigned char* slot = ring + (ahead & (RING - 1)) * SLOT_BYTES;
-        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.template copy<PRESPLIT>(slot);
-        else copy_tile<VEC, PRESPLIT>(slot, warp, lane, o.A, o.lda, o.B, o.ldb, o.M, o.N, o.K, o.m0, o.n0, ahead * BK);
-        if (PRESPLIT) copy_split_b(slot, o.ws + (idx_t)ahead * WS_TILE, warp, lane);
-        fast.a += BK, fast.b += fast.b_tile;
+        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.copy(slot);
+        else copy_tile<VEC>(slot, o, warp, lane, ahead);
+        fast.advance();
     }
     async_copy::commit();
     if (t + 1 < o.k_tiles) {
         async_copy::wait_group<RING - 2>();   // this warp's copies of tile t+1 ...
         __syncwarp();                          // ... are visible to all its lanes
-        __half* next = hilo + (1 - P) * 2 * B_HALVES;
-        split_tile<V, PRESPLIT>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, next, next + B_HALVES, warp, lane, ah[1 - P],
-                      al[1 - P]);
+        split_tile<V>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, warp, lane, ah[1 - P], al[1 - P]);
     }
     wait<0>();
     hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
@@ -542,24 +530,22 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
             for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
         }
     }
-    __syncthreads();   // tile t+1's B hi/lo is complete, and every wgmma reading this buffer has finished
+    __syncthreads();   // tile t+1's B is visible to every warp, and no wgmma reads tile t's slot any more
 }
 
 }  // namespace wg
 
-template <int V, bool VEC, bool PRESPLIT = false>
+template <int V, bool VEC>
 __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
-                                           const float* __restrict__ B, idx_t ldb, float beta,
-                                           const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd,
-                                           const __half* __restrict__ ws = nullptr) {
+                                           const __half* __restrict__ ws, float beta, const float* __restrict__ C,
+                                           idx_t ldc, float* __restrict__ D, idx_t ldd) {
     using namespace wg;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char* ring = smem_raw;
-    __half* hilo = reinterpret_cast<__half*>(smem_raw + RING * SLOT_BYTES);
     int m0, n0;
     block_origin(M, m0, n0);
     const int k_tiles = (K + BK - 1) / BK;
-    const Operands o{A, lda, B, ldb, M, N, K, m0, n0, k_tiles, ws + (idx_t)(n0 / BN) * k_tiles * WS_TILE};
+    const Operands o{A, lda, M, K, m0, k_tiles, ws + (idx_t)(n0 / BN) * k_tiles * WS_TILE};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     float acc[64], chunk[64], corr[64];
@@ -567,25 +553,21 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     for (int i = 0; i < 64; ++i) acc[i] = chunk[i] = corr[i] = 0.f;
     unsigned ah[2][2][4], al[2][2][4];
 
-    const bool interior = m0 + BM <= M && n0 + BN <= N;   // no bound checks but K's
+    const bool interior = m0 + BM <= M;   // no bound checks but K's
     FastCopier fast(o, warp, lane);
 #pragma unroll
     for (int i = 0; i < RING - 1; ++i) {
-        if (i < o.k_tiles) {
-            copy_tile<VEC, PRESPLIT>(ring + i * SLOT_BYTES, warp, lane, A, lda, B, ldb, M, N, K, m0, n0, i * BK);
-            if (PRESPLIT) copy_split_b(ring + i * SLOT_BYTES, o.ws + (idx_t)i * WS_TILE, warp, lane);
-        }
+        if (i < o.k_tiles) copy_tile<VEC>(ring + i * SLOT_BYTES, o, warp, lane, i);
         async_copy::commit();
-        fast.a += BK, fast.b += fast.b_tile;
+        fast.advance();
     }
     async_copy::wait_group<RING - 2>();
     __syncwarp();
-    split_tile<V, PRESPLIT>(ring, hilo, hilo + B_HALVES, warp, lane, ah[0], al[0]);
+    split_tile<V>(ring, warp, lane, ah[0], al[0]);
     __syncthreads();
     for (int t = 0; t < o.k_tiles; t += 2) {
-        k_step<V, VEC, PRESPLIT, 0>(t, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
-        if (t + 1 < o.k_tiles)
-            k_step<V, VEC, PRESPLIT, 1>(t + 1, o, interior, fast, ring, hilo, warp, lane, acc, chunk, corr, ah, al);
+        k_step<V, VEC, 0>(t, o, interior, fast, ring, warp, lane, acc, chunk, corr, ah, al);
+        if (t + 1 < o.k_tiles) k_step<V, VEC, 1>(t + 1, o, interior, fast, ring, warp, lane, acc, chunk, corr, ah, al);
     }
     async_copy::wait_all();
 
@@ -606,81 +588,46 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     }
 }
 
-
 }  // namespace
 
 // One block per 128x128 tile (study/registry.py gives its threads and dynamic shared memory).  grid.z
 // walks a batch of independent GEMMs whose operands lie batch_* elements apart (0 for a single GEMM): seed
 // 002's Figure 8 times 256 products in one launch.
-#define TCEC_ENTRY(NAME, V, VEC, BLOCK_THREADS, BODY)                                                        \
-    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)                                           \
-    NAME(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,                           \
-         const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,         \
-         float* __restrict__ D, idx_t ldd, idx_t batch_a, idx_t batch_b, idx_t batch_c, idx_t batch_d) {    \
-        const idx_t z = blockIdx.z;                                                                          \
-        BODY<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, B + z * batch_b, ldb, beta, C + z * batch_c, ldc, \
-                     D + z * batch_d, ldd);                                                                  \
-    }
+#define TCEC_SIGNATURE                                                                                       \
+    (int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda, const float* __restrict__ B,  \
+     idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd,        \
+     idx_t batch_a, idx_t batch_b, idx_t batch_c, idx_t batch_d
 
-// PRESPLIT's first kernel: block (kt, nb, z) writes k-tile kt of B's 128-column block nb (of GEMM z) as the
-// shared-memory image of its hi and lo tiles (wg::b_offset), zeros past K and N.  Thread n splits column n,
-// eight k at a time: its reads are a warp's 128 consecutive bytes, its 16-byte writes one contiguous run.
-template <int V>
-__device__ __forceinline__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, __half* __restrict__ ws) {
-    const int kt = blockIdx.x, nb = blockIdx.y, n = threadIdx.x, col = nb * BN + n;
-    __half* tile = ws + ((idx_t)nb * gridDim.x + kt) * wg::WS_TILE;
-#pragma unroll
-    for (int octet = 0; octet < BK / 8; ++octet) {
-        float v[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const int k = kt * BK + 8 * octet + i;
-            v[i] = k < K && col < N ? B[(idx_t)k * ldb + col] : 0.0f;
-        }
-        uint4 h, l;
-        wg::split2<V>(make_float2(v[0], v[1]), h.x, l.x);
-        wg::split2<V>(make_float2(v[2], v[3]), h.y, l.y);
-        wg::split2<V>(make_float2(v[4], v[5]), h.z, l.z);
-        wg::split2<V>(make_float2(v[6], v[7]), h.w, l.w);
-        *reinterpret_cast<uint4*>(tile + wg::b_offset(n, octet)) = h;
-        if (V != NOCORR) *reinterpret_cast<uint4*>(tile + wg::B_HALVES + wg::b_offset(n, octet)) = l;
-    }
-}
-
-#define TCEC_SPLIT_ENTRY(NAME, V)                                                                            \
-    extern "C" __global__ void __launch_bounds__(BN) NAME(const float* __restrict__ B, idx_t ldb, int K, int N, \
-                                                          idx_t batch_b, __half* __restrict__ ws) {          \
-        const idx_t z = blockIdx.z, per_gemm = (idx_t)gridDim.x * gridDim.y * wg::WS_TILE;                  \
-        split_b<V>(B + z * batch_b, ldb, K, N, ws + z * per_gemm);                                           \
-    }
-// The GEMM after it: as TCEC_ENTRY, plus the split tiles.
-#define TCEC_PRESPLIT_ENTRY(NAME, V, VEC)                                                                    \
-    extern "C" __global__ void __launch_bounds__(256, 1)                                                     \
-    NAME(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,                           \
-         const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,         \
-         float* __restrict__ D, idx_t ldd, idx_t batch_a, idx_t batch_b, idx_t batch_c, idx_t batch_d,      \
-         const __half* __restrict__ ws) {                                                                    \
-        const idx_t z = blockIdx.z, per_gemm = (idx_t)((N + BN - 1) / BN) * ((K + BK - 1) / BK) * wg::WS_TILE; \
-        tcec_wgmma<V, VEC, true>(M, N, K, alpha, A + z * batch_a, lda, B, ldb, beta, C + z * batch_c, ldc,  \
-                                 D + z * batch_d, ldd, ws + z * per_gemm);                                   \
-    }
-TCEC_SPLIT_ENTRY(tcec_split_b_fp16, TCEC)
-TCEC_SPLIT_ENTRY(tcec_split_b_markidis, MARKIDIS)
-TCEC_SPLIT_ENTRY(tcec_split_b_nocorr, NOCORR)
-TCEC_PRESPLIT_ENTRY(tcec_fp16_ps, TCEC, true)
-TCEC_PRESPLIT_ENTRY(tcec_fp16_ps_unaligned, TCEC, false)
-TCEC_PRESPLIT_ENTRY(tcec_markidis_ps, MARKIDIS, true)
-TCEC_PRESPLIT_ENTRY(tcec_nocorr_ps, NOCORR, true)
-
-// fp16 variants: 256 threads (two warpgroups), wg::SMEM_BYTES of dynamic shared memory.
-TCEC_ENTRY(tcec_fp16, TCEC, true, 256, tcec_wgmma)
-TCEC_ENTRY(tcec_fp16_unaligned, TCEC, false, 256, tcec_wgmma)
-TCEC_ENTRY(tcec_markidis, MARKIDIS, true, 256, tcec_wgmma)
-TCEC_ENTRY(tcec_markidis_unaligned, MARKIDIS, false, 256, tcec_wgmma)
-TCEC_ENTRY(tcec_nocorr, NOCORR, true, 256, tcec_wgmma)
-TCEC_ENTRY(tcec_nocorr_unaligned, NOCORR, false, 256, tcec_wgmma)
 // 3xTF32: 256 threads on the mma.sync path, tf32::SMEM_BYTES.
-TCEC_ENTRY(tcec_tf32, TF32X3, true, 256, tcec_mma_sync)
-TCEC_ENTRY(tcec_tf32_unaligned, TF32X3, false, 256, tcec_mma_sync)
+#define TCEC_TF32_ENTRY(NAME, VEC)                                                                           \
+    extern "C" __global__ void __launch_bounds__(256, 1) NAME TCEC_SIGNATURE) {                              \
+        const idx_t z = blockIdx.z;                                                                          \
+        tf32::gemm<VEC>(M, N, K, alpha, A + z * batch_a, lda, B + z * batch_b, ldb, beta, C + z * batch_c, ldc, \
+                        D + z * batch_d, ldd);                                                               \
+    }
+TCEC_TF32_ENTRY(tcec_tf32, true)
+TCEC_TF32_ENTRY(tcec_tf32_unaligned, false)
 
-static_assert(wg::SMEM_BYTES == 180224 && tf32::SMEM_BYTES == 208896, "keep TCEC_SMEM in study/registry.py in step");
+// fp16 variants: first NAME_split_b (grid ceil(K/32) x ceil(N/128) x batch, 128 threads) writes the split B
+// into a workspace, then NAME (256 threads, two warpgroups, wg::SMEM_BYTES of dynamic shared memory) reads it
+// (its last argument; B itself is not read again).
+#define TCEC_WGMMA_ENTRIES(NAME, V)                                                                          \
+    extern "C" __global__ void __launch_bounds__(BN) NAME##_split_b(const float* __restrict__ B, idx_t ldb,   \
+                                                                   int K, int N, idx_t batch_b,              \
+                                                                   __half* __restrict__ ws) {                \
+        const idx_t z = blockIdx.z, per_gemm = (idx_t)gridDim.x * gridDim.y * wg::WS_TILE;                  \
+        wg::split_b<V>(B + z * batch_b, ldb, K, N, ws + z * per_gemm);                                       \
+    }                                                                                                        \
+    TCEC_WGMMA_GEMM(NAME, V, true)                                                                           \
+    TCEC_WGMMA_GEMM(NAME##_unaligned, V, false)
+#define TCEC_WGMMA_GEMM(NAME, V, VEC)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256, 1) NAME TCEC_SIGNATURE, const __half* __restrict__ ws) { \
+        const idx_t z = blockIdx.z, per_gemm = (idx_t)((N + BN - 1) / BN) * ((K + BK - 1) / BK) * wg::WS_TILE; \
+        tcec_wgmma<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, ws + z * per_gemm, beta, C + z * batch_c, ldc,  \
+                           D + z * batch_d, ldd);                                                            \
+    }
+TCEC_WGMMA_ENTRIES(tcec_fp16, TCEC)
+TCEC_WGMMA_ENTRIES(tcec_markidis, MARKIDIS)
+TCEC_WGMMA_ENTRIES(tcec_nocorr, NOCORR)
+
+static_assert(wg::SMEM_BYTES == 147456 && tf32::SMEM_BYTES == 208896, "keep TCEC_SMEM in study/registry.py in step");

@@ -147,7 +147,9 @@ def available_metrics(ncu: str) -> set[str]:
     return {line.split(",")[0].strip('"') for line in out.splitlines()[1:] if line}
 
 
-def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: str = "ncu") -> Path:
+def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: str = "ncu", keep: bool = False) -> Path:
+    """keep: the rows of implementations not profiled now stay in profile.csv as they were (their own gpu and
+    commit columns say where they were measured); otherwise the file holds this run alone."""
     from . import registry
     from .environment import git_commit
     import torch
@@ -159,6 +161,11 @@ def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: st
     rows, notes = [], [f"metrics this ncu lacks: {missing}"] if missing else []
     gpu, commit = torch.cuda.get_device_name(0), git_commit()
     path = Path(out_dir) / "profile.csv"
+    profiled = {c[0] for c in all_cases}
+    kept = []
+    if keep and path.exists():
+        with path.open() as f:
+            kept = [r for r in csv.DictReader(f) if r["impl"] not in profiled]
     # One ncu process per (shape, backend), the n^3 calls first, and the file rewritten after each: a child
     # stays short, a failure stays local, and a run cut short by a time limit keeps what it measured.
     chunks = [[c for c in all_cases if (c[2:] == (n, n, n)) == square and registry.get(c[0]).backend == b]
@@ -173,7 +180,7 @@ def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: st
             more.append(f"ncu over the {what} chunk exited {proc.returncode}: {proc.stderr[-500:]}")
         rows += got
         notes += more
-        _write(path, rows, gpu, commit)
+        _write(path, rows, gpu, commit, kept)
         (Path(out_dir) / "profile_notes.json").write_text(json.dumps({"n": n, "ragged": ragged, "notes": notes},
                                                                      indent=1))
         print(f"study.profile: {what}: {len(chunk)} calls, {len(got)} kernels", flush=True)
@@ -182,11 +189,12 @@ def run(n: int, ragged: tuple[int, int, int], out_dir: Path, impls=None, ncu: st
     return path
 
 
-def _write(path: Path, rows: list[dict], gpu: str, commit: str) -> None:
+def _write(path: Path, rows: list[dict], gpu: str, commit: str, kept: list[dict] = ()) -> None:
     from . import registry
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=PROFILE_COLUMNS, extrasaction="ignore")
         w.writeheader()
+        w.writerows(kept)
         for r in rows:
             impl = registry.get(r["impl"])
             w.writerow({**r, "backend": impl.backend, "stage": impl.stage_label,
@@ -204,13 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ragged", type=_shape, default=(3001, 2999, 1001))
     ap.add_argument("--impls", default="", help="comma list of implementations (default: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the rows of implementations not profiled now (with --impls)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
         child([tuple(c) for c in json.loads(args.child)])
         return 0
     print(run(args.n, args.ragged, args.out, [i for i in args.impls.split(",") if i] or None,
-              os.environ.get("NCU", "ncu")))
+              os.environ.get("NCU", "ncu"), args.keep))
     return 0
 
 

@@ -418,19 +418,25 @@ TCEC_VARIANTS = {
     "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                       # 3xTF32 split: fp32's exponent range
 }
 # cuda_kernels/14_tcec.cu: 128x128 tiles, BK 32, 256 threads.  fp16 variants (wgmma, wg::SMEM_BYTES): a 4-slot
-# cp.async ring of fp32 A (128x40) and B (32x128), then two buffers of B hi/lo (2x 128x32 halves).  tf32
-# (mma.sync, tf32::SMEM_BYTES): two buffers of hi/lo tiles (A 128x36, B 32x136 floats), then 2 ring slots.
-TCEC_SMEM = {"fp16": 4 * (128 * 40 + 32 * 128) * 4 + 2 * 2 * 128 * 32 * 2,
+# cp.async ring of fp32 A (128x40) and the split B's hi and lo tiles (2x 128x32 halves), which a first kernel
+# wrote (TCEC_WS_TILE halves per k-tile and 128-column block).  tf32 (mma.sync, tf32::SMEM_BYTES): two
+# buffers of hi/lo tiles (A 128x36, B 32x136 floats), then 2 ring slots.
+TCEC_SMEM = {"fp16": 4 * (128 * 40 * 4 + 2 * 128 * 32 * 2),
              "tf32": 2 * 2 * (128 * 36 + 32 * 136) * 4 + 2 * (128 * 32 + 32 * 128) * 4}
+TCEC_WS_TILE = 2 * 128 * 32
 
 
 def _tcec_stage() -> list[Impl]:
     s = stage("14")
     impls = []
     for suffix, (precision, entry, fn) in TCEC_VARIANTS.items():
-        cuda = CudaBatchedLaunch(f"{s.key}.cu", entry, (256, 1, 1), (128, 128),
-                                 dynamic_smem=TCEC_SMEM["tf32" if precision == "tf32x3" else "fp16"],
-                                 unaligned_entry=f"{entry}_unaligned")
+        common = dict(source=f"{s.key}.cu", entry=entry, block=(256, 1, 1), tile=(128, 128),
+                      unaligned_entry=f"{entry}_unaligned")
+        if precision == "tf32x3":
+            cuda = CudaBatchedLaunch(**common, dynamic_smem=TCEC_SMEM["tf32"])
+        else:
+            cuda = CudaPresplitLaunch(**common, dynamic_smem=TCEC_SMEM["fp16"], split_entry=f"{entry}_split_b",
+                                      split_tile=(32, 128), ws_tile=TCEC_WS_TILE)
         dtypes = {"fp32": precision}
         title = f"{s.title} ({precision})"
         impls += [

@@ -106,3 +106,15 @@ def test_sanitizer_reports_are_attributed_to_the_implementation_running():
     # The last one comes after every marker: its implementation never finished, so it is nobody's pass.
     assert total == 5 and per == {"cuda:07_cp_async": 1, "other": 2, "cuda:08_warp_specialized": 2}
     assert attribute("========= ERROR SUMMARY: 0 errors", {}) == (0, {})
+
+
+def test_kept_rows_keep_their_own_provenance(tmp_path):
+    """--keep: rows of implementations not profiled now are written back unchanged, commit and all."""
+    path = tmp_path / "profile.csv"
+    old = {c: "" for c in profile.PROFILE_COLUMNS} | {"impl": "cuda:01_naive", "dtype": "fp32", "gpu": "H200",
+                                                       "commit": "aaaaaaa", "kernel": "sgemm_naive"}
+    new = {"impl": "cuda:14_tcec", "dtype": "fp32", "kernel": "tcec_fp16"}
+    profile._write(path, [new], "H100", "bbbbbbb", [old])
+    rows = pd.read_csv(path, dtype=str).set_index("impl")
+    assert rows.loc["cuda:01_naive", "commit"] == "aaaaaaa" and rows.loc["cuda:01_naive", "gpu"] == "H200"
+    assert rows.loc["cuda:14_tcec", "commit"] == "bbbbbbb" and rows.loc["cuda:14_tcec", "gpu"] == "H100"

@@ -1,6 +1,6 @@
 """Time entries of cuda_kernels/14_tcec.cu, registered or not, against cuBLAS SGEMM, adjacently.
 
-    python tools/tcec_cuda_probe.py tcec_fp16:256:180224:fp16x3-tcec tcec_markidis:256:180224:fp16x3-markidis
+    python tools/tcec_cuda_probe.py tcec_fp16:256:147456:fp16x3-tcec:tcec_fp16_split_b tcec_tf32:256:208896:tf32x3
 
 Each entry is NAME:THREADS:DYNAMIC_SMEM:PRECISION[:SPLIT_ENTRY] (the tolerance it is judged by,
 study/schema.py; with SPLIT_ENTRY, B is split first by that kernel, as CudaPresplitLaunch does); it is
