@@ -76,6 +76,7 @@
 namespace {
 
 enum Variant { TCEC = 0, MARKIDIS = 1, NOCORR = 2, TF32X3 = 3 };
+template <int V> struct Variant_ {};   // a tag, to pick a constructor's variant
 
 constexpr int BM = 128, BN = 128, BK = 32;   // every variant: 128x128 tiles of D, K in steps of 32
 constexpr float LO_SCALE = 2048.0f;          // 2^11, seed 002 eqs. (6)-(7)
@@ -410,9 +411,16 @@ struct Operands {
     const __half* ws;   // this block's column of split B tiles, k-tile after k-tile
 };
 
-// Warp w's copies of one k-tile: 4 chunks of 4 floats of A per lane (rows 16w .. 16w+15), and 2 KiB of the
-// split B tile (bytes 2048w ..), which is always whole.
-template <bool VEC>
+// The bytes of a split B tile the GEMM copies: hi and lo, or (tcec_nocorr, which split_b gives no lo) hi only.
+// Warp w copies the w-th eighth of them, 512 bytes per lane.
+template <int V>
+constexpr int B_COPY_BYTES = (V == NOCORR ? 1 : 2) * B_HALVES * 2;
+template <int V>
+constexpr int B_COPIES = B_COPY_BYTES<V> / 8 / 512;   // 16-byte copies per lane
+
+// Warp w's copies of one k-tile: 4 chunks of 4 floats of A per lane (rows 16w .. 16w+15), and its eighth of
+// the split B tile, which is always whole.
+template <int V, bool VEC>
 __device__ __forceinline__ void copy_tile(unsigned char* slot, const Operands& o, int warp, int lane, int kt) {
     float* a = reinterpret_cast<float*>(slot);
 #pragma unroll
@@ -423,8 +431,8 @@ __device__ __forceinline__ void copy_tile(unsigned char* slot, const Operands& o
     }
     const unsigned char* b = reinterpret_cast<const unsigned char*>(o.ws + (idx_t)kt * WS_TILE);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int off = warp * 2048 + i * 512 + lane * 16;
+    for (int i = 0; i < B_COPIES<V>; ++i) {
+        const int off = warp * (B_COPY_BYTES<V> / 8) + i * 512 + lane * 16;
         async_copy::cp16(reinterpret_cast<float*>(slot + A_BYTES + off), reinterpret_cast<const float*>(b + off), 16);
     }
 }
@@ -438,22 +446,25 @@ struct FastCopier {
     idx_t a4;             // 4 rows of A
     int a_dst, b_dst;     // byte offsets of the first chunks within a ring slot
 
-    __device__ __forceinline__ FastCopier(const Operands& o, int warp, int lane) {
-        const int a_row = 16 * warp + (lane >> 3);
+    template <int V>
+    __device__ __forceinline__ FastCopier(const Operands& o, int warp, int lane, Variant_<V>) {
+        const int a_row = 16 * warp + (lane >> 3), b_off = warp * (B_COPY_BYTES<V> / 8) + lane * 16;
         a = o.A + (o.m0 + a_row) * o.lda + (lane & 7) * 4;
-        b = o.ws + (warp * 2048 + lane * 16) / 2;
+        b = o.ws + b_off / 2;
         a4 = 4 * o.lda;
         a_dst = (a_row * A_PITCH + (lane & 7) * 4) * 4;
-        b_dst = A_BYTES + warp * 2048 + lane * 16;
+        b_dst = A_BYTES + b_off;
     }
     // Tile t into `slot`; the pointers must already point at tile t (advance() once per k-tile).
+    template <int V>
     __device__ __forceinline__ void copy(unsigned char* slot) const {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 4; ++i)
             async_copy::cp16(reinterpret_cast<float*>(slot + a_dst + i * 4 * A_PITCH * 4), a + i * a4, 16);
+#pragma unroll
+        for (int i = 0; i < B_COPIES<V>; ++i)
             async_copy::cp16(reinterpret_cast<float*>(slot + b_dst + i * 512),
                              reinterpret_cast<const float*>(b + i * 256), 16);
-        }
     }
     __device__ __forceinline__ void advance() { a += BK, b += WS_TILE; }
 };
@@ -512,8 +523,8 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
     const int ahead = t + RING - 1;
     if (ahead < o.k_tiles) {
         unsigned char* slot = ring + (ahead & (RING - 1)) * SLOT_BYTES;
-        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.copy(slot);
-        else copy_tile<VEC>(slot, o, warp, lane, ahead);
+        if (VEC && interior && (ahead + 1) * BK <= o.K) fast.template copy<V>(slot);
+        else copy_tile<V, VEC>(slot, o, warp, lane, ahead);
         fast.advance();
     }
     async_copy::commit();
@@ -554,10 +565,10 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     unsigned ah[2][2][4], al[2][2][4];
 
     const bool interior = m0 + BM <= M;   // no bound checks but K's
-    FastCopier fast(o, warp, lane);
+    FastCopier fast(o, warp, lane, Variant_<V>());
 #pragma unroll
     for (int i = 0; i < RING - 1; ++i) {
-        if (i < o.k_tiles) copy_tile<VEC>(ring + i * SLOT_BYTES, o, warp, lane, i);
+        if (i < o.k_tiles) copy_tile<V, VEC>(ring + i * SLOT_BYTES, o, warp, lane, i);
         async_copy::commit();
         fast.advance();
     }
