@@ -41,10 +41,11 @@
 //                8 B split once, by a first kernel, instead of by every block of a column:         163 (3.2x)
 //                  (at 4096^3: 140 -> 170.)  Every 128-row block split all of B again (32x at 4096^3),
 //                  through shared memory: fp32 in by cp.async, read back, hi/lo written, then read by
-//                  the wgmmas - 48 KiB of shared traffic per k-tile beside the wgmmas' own 48, where
-//                  copying the split tiles costs 16.  An ablation that skipped B's copy and split
-//                  entirely ran at 210 at 4096^3, so this was the largest cost left.  The first kernel
-//                  reads B and writes its split once (~45 us of DRAM traffic at 4096^3, inside the timing).
+//                  the wgmmas.  An ablation that skipped B's copy and split entirely ran at 210 at
+//                  4096^3, so this was the largest cost left.  ncu at 4096^3 (reports/profile.csv, the
+//                  GEMM kernel before -> after): shared-load wavefronts 37.5M -> 28.4M, shared stores
+//                  18.5M -> 0, instructions 341M -> 215M, tensor pipe active 48% -> 67% of cycles; the
+//                  split kernel itself takes 45 us of the 0.76 ms.
 //              Tried, not faster: the sums in shared memory to free 64 registers (132), single-buffered A
 //              fragments (137), promotion every 8 k-tiles (no gain, relerr 2.3e-7 -> 3.6e-7), 8-byte B loads
 //              writing two core-matrix rows per lane (tcec_markidis fell from ~155 to 133-144; not profiled),
