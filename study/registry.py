@@ -131,7 +131,7 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
         if nb > 65535:
             raise ValueError(f"{name}: N = {N} needs {nb} column blocks for B's split; the launch allows 65535")
         ws = torch.empty(depth * kt * nb * self.ws_tile, dtype=torch.float16, device=p.b.device)
-        batch_b = extra[1][1] if extra else 0
+        batch_b = extra[1][1]   # CudaBatchedLaunch's extras: the batch strides of A, B, C, D
         k = cuda_launch.kernel(CUDA_DIR / self.source, self.split_entry, p.b.device)
         cuda_launch.launch(k, (kt, nb, depth), (self.split_tile[1], 1, 1), 0, [
             ("ptr", p.b), ("i64", p.ldb), ("int", K), ("int", N), ("i64", batch_b), ("ptr", ws)], p.b.device)

@@ -16,7 +16,7 @@ import torch
 
 from _probe import cublas_row, setup
 from study.contract import validate
-from study.registry import CudaBatchedLaunch, CudaPresplitLaunch
+from study.registry import TCEC_WS_TILE, CudaBatchedLaunch, CudaPresplitLaunch
 from study.timing import bench
 from study.verify import judge, make_inputs, reference
 
@@ -32,7 +32,7 @@ def main() -> None:
         name, threads, smem, precision, *split = e.split(":")
         common = dict(source="14_tcec.cu", entry=name, block=(int(threads), 1, 1), tile=(128, 128),
                       dynamic_smem=int(smem))
-        launch = (CudaPresplitLaunch(**common, split_entry=split[0], ws_tile=2 * 128 * 32) if split
+        launch = (CudaPresplitLaunch(**common, split_entry=split[0], ws_tile=TCEC_WS_TILE) if split
                   else CudaBatchedLaunch(**common))
         entries.append((name, precision, launch))
 
