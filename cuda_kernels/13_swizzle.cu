@@ -61,6 +61,7 @@
 // Alignment:   mma_swizzle_{f16,bf16} need 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); the _unaligned twins are the same template with 2-byte loads (packed into 16-byte
 //              shared stores, synchronous) and element-wise epilogue accesses.
+#include <cuda.h>   // CUtensorMap
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -138,6 +139,49 @@ template <int CPR>
 __device__ __forceinline__ int swz(int r, int c) {
     static_assert(CPR == 4 || CPR % 8 == 0, "rows of 4 chunks, or of a multiple of 8");
     return (r * CPR + (CPR == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7))) * 16;
+}
+
+// Tile number pid of a grid_m x grid_n grid of D's tiles -> (tm, tn): consecutive numbers walk down GROUP_M
+// tile-rows before moving right, so the tiles in flight at once share few A row-panels and B column-panels.
+template <int GROUP_M>
+__device__ __forceinline__ void tile_of(long long pid, long long grid_m, long long grid_n, int& tm, int& tn) {
+    const long long per_group = GROUP_M * grid_n, first = pid / per_group * GROUP_M;
+    const long long rows = min(grid_m - first, (long long)GROUP_M);
+    tm = (int)(first + pid % per_group % rows);
+    tn = (int)(pid % per_group / rows);
+}
+
+// D = alpha acc + beta C straight from the accumulators of a warp's WM x WN tile at (r0, c0): lane 4g + t holds
+// D[g][2t, 2t+1] (elements 0, 1) and D[g+8][2t, 2t+1] (2, 3) of each m16n8 tile.  VEC: C and D rows are
+// 16-byte aligned, so an in-range pair moves as one 4-byte word.
+template <int MI, int NJ2, class T, bool VEC>
+__device__ __forceinline__ void store_fragments(const float (&acc)[MI][NJ2][4], idx_t r0, int c0, int lane, int M,
+                                                int N, float alpha, float beta, const T* __restrict__ Cm, idx_t ldc,
+                                                T* __restrict__ D, idx_t ldd) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const idx_t row = r0 + 16 * i + lane / 4 + 8 * h;
+            if (row >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NJ2; ++j) {
+                const int col = c0 + 8 * j + 2 * (lane % 4);
+                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                T* d = D + row * ldd + col;
+                if (VEC && col + 2 <= N) {
+                    if (beta != 0.0f) {
+                        const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
+                        v0 = fmaf(beta, c.x, v0), v1 = fmaf(beta, c.y, v1);
+                    }
+                    *reinterpret_cast<uint32_t*>(d) = Elem<T>::pack(v0, v1);
+                } else {
+                    if (col < N) Elem<T>::store(d, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0) : v0);
+                    if (col + 1 < N)
+                        Elem<T>::store(d + 1, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col + 1), v1) : v1);
+                }
+            }
+        }
 }
 
 // STAGED: the epilogue goes through shared memory (false: D stored from the fragments, as in stage 12).
@@ -267,17 +311,8 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int wm = warp / C::WARPS_N, wn = warp % C::WARPS_N;
 
-    // Block (x, y) of the launch grid -> tile (tm, tn): consecutive blocks walk down GROUP_M block-rows
-    // before moving right, so the blocks resident at once share few A row-panels and B column-panels.
     int tm, tn;
-    {
-        const long long grid_n = gridDim.x, grid_m = gridDim.y;
-        const long long pid = (long long)blockIdx.y * grid_n + blockIdx.x, per_group = C::GROUP_M * grid_n;
-        const long long first = pid / per_group * C::GROUP_M;
-        const long long rows = min(grid_m - first, (long long)C::GROUP_M);
-        tm = (int)(first + pid % per_group % rows);
-        tn = (int)(pid % per_group / rows);
-    }
+    tile_of<C::GROUP_M>((long long)blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, tm, tn);
     const int m0 = tm * C::BM, n0 = tn * C::BN;
 
     float acc[C::MI][2 * C::NJ][4];
@@ -366,31 +401,8 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
     async_copy::wait_all();   // nothing may still write the ring when the epilogue reuses it
     const float alpha = (float)alpha_, beta = (float)beta_;
     if constexpr (!C::STAGED) {
-        // Lane 4g + t holds D[g][2t, 2t+1] (elements 0, 1) and D[g+8][2t, 2t+1] (2, 3) of each m16n8 tile.
-#pragma unroll
-        for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const idx_t row = m0 + wm * C::WM + 16 * i + lane / 4 + 8 * h;
-                if (row >= M) continue;
-#pragma unroll
-                for (int j = 0; j < 2 * C::NJ; ++j) {
-                    const int col = n0 + wn * C::WN + 8 * j + 2 * (lane % 4);
-                    float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-                    T* d = D + row * ldd + col;
-                    if (VEC && col + 2 <= N) {
-                        if (beta != 0.0f) {
-                            const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
-                            v0 = fmaf(beta, c.x, v0), v1 = fmaf(beta, c.y, v1);
-                        }
-                        *reinterpret_cast<uint32_t*>(d) = Elem<T>::pack(v0, v1);
-                    } else {
-                        if (col < N) Elem<T>::store(d, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0) : v0);
-                        if (col + 1 < N)
-                            Elem<T>::store(d + 1, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col + 1), v1) : v1);
-                    }
-                }
-            }
+        store_fragments<C::MI, 2 * C::NJ, T, VEC>(acc, m0 + wm * C::WM, n0 + wn * C::WN, lane, M, N, alpha, beta,
+                                                  Cm, ldc, D, ldd);
         return;
     }
     __syncthreads();
@@ -441,6 +453,165 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
     }
 }
 
+
+// ---- the persistent TMA form (mma_swizzle_tma_*) ------------------------------------------------------------
+// The copy engine writes each slot, with the same XOR swizzle: CU_TENSOR_MAP_SWIZZLE_128B stores 16-byte chunk
+// c of a 128-byte row r at chunk c ^ (r % 8) of its 1024-byte group, which is swz<8>.  A's tile is one box of
+// BM rows x 64 k (128-byte rows); B's 64 k-rows x BN columns are BN / 64 boxes of 64 x 64, each its own 8 KiB
+// block, since a swizzled box row holds at most 128 bytes.
+namespace tma {
+
+__device__ __forceinline__ void expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(async_copy::smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+// Box (c0, c1) of the tensor map (c0 along the contiguous dimension) -> shared memory at dst; its bytes count
+// toward bar's transaction.  Elements outside the tensor arrive as zeros: the ragged edges of M, N and K.
+__device__ __forceinline__ void load_2d(uint32_t dst, const CUtensorMap& map, int c0, int c1, uint64_t* bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(async_copy::smem_u32(bar))
+                 : "memory");
+}
+
+}  // namespace tma
+
+template <int BN_, int STAGES_, int PRODUCE_AT_>
+struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
+    using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
+    static constexpr int PRODUCE_AT = PRODUCE_AT_;                       // the k-step at which warp 0 copies
+    static constexpr int B_BOX_BYTES = 64 * 64 * 2;
+    static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 2 * STAGES_ * 8;   // + alignment, + barriers
+    static_assert(Base::WN == 64 && Base::KK % 2 == 0 && PRODUCE_AT < Base::KK, "one B box per warp column");
+};
+
+// One thread's view of which k-tile goes into the ring next.  Items are numbered across all of this block's
+// tiles: item q is k-tile q % k_tiles of the block's (q / k_tiles)-th tile, in slot q % STAGES.
+template <class C>
+struct Producer {
+    long long tile, tiles_m, tiles_n, tiles;
+    int k_tiles, kt = 0, m0 = 0, n0 = 0;
+    uint32_t q = 0;
+
+    __device__ __forceinline__ Producer(long long tiles_m_, long long tiles_n_, int k_tiles_)
+        : tile(blockIdx.x), tiles_m(tiles_m_), tiles_n(tiles_n_), tiles(tiles_m_ * tiles_n_), k_tiles(k_tiles_) {
+        locate();
+    }
+    __device__ __forceinline__ void locate() {
+        int tm, tn;
+        if (tile < tiles) tile_of<C::GROUP_M>(tile, tiles_m, tiles_n, tm, tn), m0 = tm * C::BM, n0 = tn * C::BN;
+    }
+
+    // Copy the next item into its slot, once every thread has released the slot's previous item.
+    __device__ __forceinline__ void issue(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t ring,
+                                          uint64_t* full, uint64_t* empty) {
+        if (tile >= tiles) return;
+        const uint32_t s = q % C::STAGES;
+        if (q >= C::STAGES) async_copy::mbar_wait(&empty[s], (q / C::STAGES + 1) & 1);
+        const uint32_t slot = ring + s * C::SLOT_BYTES;
+        tma::expect_tx(&full[s], C::SLOT_BYTES);
+        tma::load_2d(slot, map_a, kt * C::BK, m0, &full[s]);
+#pragma unroll
+        for (int b = 0; b < C::BN / 64; ++b)
+            tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, kt * C::BK, &full[s]);
+        ++q;
+        if (++kt == k_tiles) kt = 0, tile += gridDim.x, locate();
+    }
+};
+
+// A persistent grid (one block per SM) walks the tiles in the grouped order; warp 0's lane 0 doubles as the
+// producer, STAGES - 1 items ahead of the block, so the ring runs on across tile boundaries: the next tile's
+// first k-tiles land while this one finishes and stores D from its registers.  The slots hand over by
+// mbarriers alone: full[s] completes when the copy engine has written slot s, empty[s] when all 256 threads
+// have read it.  No block-wide barrier inside the loop.
+template <class C, class T>
+__device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N,
+                                                 int K, double alpha_, double beta_, const T* __restrict__ Cm,
+                                                 idx_t ldc, T* __restrict__ D, idx_t ldd) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    // SWIZZLE_128B swizzles by shared address bits 7-9, so slots start on 1024-byte boundaries.
+    const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::RING_BYTES);
+    uint64_t* empty = full + C::STAGES;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp / C::WARPS_N, wn = warp % C::WARPS_N;
+    if (tid == 0) {
+        for (int s = 0; s < C::STAGES; ++s) {
+            async_copy::mbar_init(&full[s], 1);
+            async_copy::mbar_init(&empty[s], C::THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
+    }
+    __syncthreads();
+
+    const long long tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN, tiles = tiles_m * tiles_n;
+    const int k_tiles = (K + C::BK - 1) / C::BK;
+    Producer<C> producer(tiles_m, tiles_n, k_tiles);
+    auto produce = [&] {
+        if (lane == 0) producer.issue(map_a, map_b, ring, full, empty);
+        __syncwarp();
+    };
+    if (warp == 0)
+        for (int s = 0; s < C::STAGES - 1; ++s) produce();
+
+    // Fragment addresses in a slot: A as in the cp.async form; B's n16 pair j of this warp lies in box wn.
+    int a_off[C::KK], b_off[C::NJ];
+#pragma unroll
+    for (int kk = 0; kk < C::KK; ++kk) a_off[kk] = swz<C::CPR_A>(wm * C::WM + lane % 16, 2 * kk + lane / 16);
+#pragma unroll
+    for (int j = 0; j < C::NJ; ++j) b_off[j] = C::A_BYTES + wn * C::B_BOX_BYTES + swz<8>(lane % 16, 2 * j + lane / 16);
+    uint32_t af[2][C::MI][4], bf[2][C::NJ][4];
+    auto load_frags = [&](int buf, uint32_t slot, int kk) {
+#pragma unroll
+        for (int i = 0; i < C::MI; ++i) ldsm_x4(af[buf][i], slot + a_off[kk] + i * 16 * C::BK * 2);
+#pragma unroll
+        for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * 128);
+    };
+    auto slot_of = [&](uint32_t q) { return ring + q % C::STAGES * C::SLOT_BYTES; };
+    auto wait_full = [&](uint32_t q) { async_copy::mbar_wait(&full[q % C::STAGES], (q / C::STAGES) & 1); };
+
+    const float alpha = (float)alpha_, beta = (float)beta_;
+    uint32_t q = 0;   // the item computed now
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int tm, tn;
+        tile_of<C::GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+        float acc[C::MI][2 * C::NJ][4];
+#pragma unroll
+        for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+            for (int j = 0; j < 2 * C::NJ; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+        wait_full(q);
+        load_frags(0, slot_of(q), 0);
+        for (int kt = 0; kt < k_tiles; ++kt, ++q) {
+            const uint32_t slot = slot_of(q);
+#pragma unroll
+            for (int kk = 0; kk < C::KK; ++kk) {
+                // The next k-step's fragments: this k-tile's, or (last step) the next k-tile's first.
+                if (kk + 1 < C::KK) {
+                    load_frags((kk + 1) % 2, slot, kk + 1);
+                } else if (kt + 1 < k_tiles) {
+                    wait_full(q + 1);
+                    load_frags(0, slot_of(q + 1), 0);
+                }
+                if (warp == 0 && kk == C::PRODUCE_AT) produce();
+#pragma unroll
+                for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+                    for (int j = 0; j < C::NJ; ++j) {
+                        Elem<T>::mma(acc[i][2 * j], af[kk % 2][i], bf[kk % 2][j][0], bf[kk % 2][j][1]);
+                        Elem<T>::mma(acc[i][2 * j + 1], af[kk % 2][i], bf[kk % 2][j][2], bf[kk % 2][j][3]);
+                    }
+            }
+            // This thread's last read of the slot fed the mma.sync just issued, which waited for it.
+            async_copy::mbar_arrive(&empty[q % C::STAGES]);
+        }
+        store_fragments<C::MI, 2 * C::NJ, T, true>(acc, (idx_t)tm * C::BM + wm * C::WM, tn * C::BN + wn * C::WN,
+                                                   lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+    }
+}
+
 }  // namespace
 
 // Dynamic shared memory per block: Cfg::SMEM_BYTES (study/registry.py SWIZZLE_SMEM).
@@ -481,3 +652,28 @@ SWIZZLE_ENTRY(mma_swizzle_f16, Swizzled, __half, true, 1)
 SWIZZLE_ENTRY(mma_swizzle_f16_unaligned, Swizzled, __half, false, 1)
 SWIZZLE_ENTRY(mma_swizzle_bf16, Swizzled, __nv_bfloat16, true, 1)
 SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
+
+// The persistent TMA form: aligned operands only (a tensor map needs 16-byte aligned starts and pitches); the
+// launcher sends other calls to mma_swizzle_*_unaligned.  Dynamic shared memory: TmaCfg::SMEM_BYTES
+// (study/registry.py SWIZZLE_TMA_SMEM).
+#define SWIZZLE_TMA_ENTRY(NAME, CFG, T)                                                                         \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1)                                             \
+    NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N,  \
+         int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
+        gemm_swizzle_tma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd);                         \
+    }
+#define SWIZZLE_TMA_PAIR(NAME, CFG)                                                                           \
+    SWIZZLE_TMA_ENTRY(NAME##_f16, CFG, __half)                                                                \
+    SWIZZLE_TMA_ENTRY(NAME##_bf16, CFG, __nv_bfloat16)
+
+#ifdef MMA_EXPLORE
+using X13T_P1 = TmaCfg<256, 4, 1>;
+SWIZZLE_TMA_PAIR(x13t_p1, X13T_P1)
+using X13T_P3 = TmaCfg<256, 4, 3>;
+SWIZZLE_TMA_PAIR(x13t_p3, X13T_P3)
+using X13T_S3 = TmaCfg<256, 3, 2>;
+SWIZZLE_TMA_PAIR(x13t_s3, X13T_S3)
+#endif
+
+using SwizzledTma = TmaCfg<256, 4, 2>;   // 8 warps of 64x64; 4 slots of 48 KiB
+SWIZZLE_TMA_PAIR(mma_swizzle_tma, SwizzledTma)

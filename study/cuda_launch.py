@@ -95,8 +95,29 @@ def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int 
 
 
 # Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
+# "tmap": a CUtensorMap (tensor_map_2d), passed by value: cuda.bindings copies the 128 bytes behind its getPtr().
 CTYPES = {"int": ctypes.c_int, "i64": ctypes.c_longlong, "float": ctypes.c_float, "double": ctypes.c_double,
-          "ptr": ctypes.c_void_p}
+          "ptr": ctypes.c_void_p, "tmap": None}
+_TMA_DTYPES = {1: "CU_TENSOR_MAP_DATA_TYPE_UINT8", 2: "CU_TENSOR_MAP_DATA_TYPE_UINT16", 4: "CU_TENSOR_MAP_DATA_TYPE_UINT32"}
+
+
+def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]):
+    """A TMA descriptor of the row-major matrix t (rows may be padded) in boxes of box = (rows, cols), with the
+    128-byte swizzle; elements outside t read as zeros.  The copy engine needs a 16-byte aligned start and row
+    pitch (a single row's pitch is never used, so it is rounded up here)."""
+    drv = _driver()
+    rows, cols = t.shape
+    esize = t.element_size()
+    pitch = t.stride(0) * esize if rows > 1 else -(-cols * esize // 16) * 16
+    if t.data_ptr() % 16 or pitch % 16 or t.stride(1) != 1:
+        raise ValueError(f"a tensor map needs a row-major matrix with a 16-byte aligned start and pitch, got "
+                         f"strides {t.stride()} at {t.data_ptr():#x}")
+    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    return check(drv.cuTensorMapEncodeTiled(
+        getattr(drv.CUtensorMapDataType, _TMA_DTYPES[esize]), 2, t.data_ptr(), [u64(cols), u64(rows)], [u64(pitch)],
+        [u32(box[1]), u32(box[0])], [u32(1), u32(1)], drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B, drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
 
 
 def launch(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,

@@ -60,7 +60,10 @@ def child(only: str = "") -> None:
         for dtype in impl.dtypes:
             ints = not DTYPES[dtype].is_floating_point
             alpha, beta = (2.0, 3.0) if ints else (1.5, 0.5)
-            for M, N, K in SHAPES:
+            # A persistent launch also gets several tiles per block (K = 65: two k-tiles each, so the ring wraps).
+            many = getattr(impl.launch, "many_tiles", None)
+            extra = ((*many(torch.cuda.get_device_properties(0).multi_processor_count), 65),) if many else ()
+            for M, N, K in SHAPES + extra:
                 x = make_inputs(M, N, K, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
                 call(impl, f"{dtype} {M}x{N}x{K}", x.a, x.b, x, alpha, beta)
                 if "col-major" in impl.layouts and M == 33:

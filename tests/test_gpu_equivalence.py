@@ -117,6 +117,22 @@ def test_unaligned_views(impl_name, dtype, M, N, K):
     assert v.passed, f"{impl_name} {dtype} unaligned {M}x{N}x{K}: seed={x.seed}: {v.error}"
 
 
+def _persistent_impls():
+    return impl_dtypes(only=lambda impl: hasattr(impl.launch, "many_tiles"))
+
+
+@pytest.mark.parametrize("alpha,beta", ALPHA_BETA[:2])
+@pytest.mark.parametrize("impl_name,dtype", _persistent_impls())
+def test_persistent_grid_walks_many_tiles(impl_name, dtype, alpha, beta):
+    """A persistent launch (one block per SM) on at least 2.5 tiles per SM, ragged in M, N and K: each block
+    computes several tiles, and its ring of k-tiles runs on from one tile into the next."""
+    impl = study.get(impl_name)
+    M, N = impl.launch.many_tiles(torch.cuda.get_device_properties(0).multi_processor_count)
+    x = make_inputs(M, N, 333, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
+    v = run_and_judge(impl, dtype, x)
+    assert v.passed, f"{impl_name} {dtype} {M}x{N}x333 alpha={alpha} beta={beta} seed={x.seed}: {v.error}"
+
+
 def _batched_impls():
     return [pytest.param(i.name, id=i.name) for i in study.implementations() if hasattr(i.launch, "batched")]
 

@@ -49,10 +49,24 @@ VARIANTS = {
     **{n: ("13_swizzle.cu", n, (128, 256), 256, smem13(128, 256, 64, 4))
        for n in ("x13_abl1", "x13_abl2", "x13_abl4", "x13_abl3")},
 }
-REGISTERED = ("cuda:12_mma_ldmatrix", "cuda:13_swizzle")
+# TMA-fed persistent variants of 13 (x13t_*): launched like cuda:13_swizzle-tma, built with MMA_EXPLORE.
+TMA_VARIANTS = ("x13t_p1", "x13t_p3", "x13t_s3")
+REGISTERED = ("cuda:12_mma_ldmatrix", "cuda:13_swizzle", "cuda:13_swizzle-tma")
+
+
+def tma_variant_runner(name, dtype, x, dev):
+    import dataclasses
+    launch = study.get("cuda:13_swizzle-tma").launch
+    stages = 3 if name.endswith("_s3") else 4
+    smem = stages * (128 * 64 + 64 * 256) * 2 + 1024 + 2 * stages * 8
+    launch = dataclasses.replace(launch, entry=f"{name}_{{pair}}", dynamic_smem=smem)
+    k = cuda_launch.kernel(CUDA_DIR / launch.source, f"{name}_{TAG[dtype]}", dev, smem, FLAGS)
+    return lambda: launch.launch_kernel(k, x.a, x.b, x.out, 1.0, 0.0, x.out)
 
 
 def variant_runner(name, dtype, x, dev):
+    if name in TMA_VARIANTS:
+        return tma_variant_runner(name, dtype, x, dev)
     source, prefix, (bm, bn), threads, smem = VARIANTS[name]
     k = cuda_launch.kernel(CUDA_DIR / source, f"{prefix}_{TAG[dtype]}", dev, smem, FLAGS)
     M, K = x.a.shape
@@ -102,7 +116,7 @@ def main() -> None:
                 tf = 4096 * 32 * 8 * 512 * blocks * (threads // 32) / (ms * 1e9)
                 print(f"{entry} {blocks // sms} x {threads} threads per SM {tf:8.1f}  {mhz or 0:.0f} MHz", flush=True)
     only = [s for s in args.only.split(",") if s]
-    names = [*REGISTERED, *(v for v in VARIANTS if not only or any(v.startswith(o) for o in only))]
+    names = [*REGISTERED, *(v for v in (*VARIANTS, *TMA_VARIANTS) if not only or any(v.startswith(o) for o in only))]
     for shape in args.shapes.split(","):
         M, N, K = (int(v) for v in shape.split("x")) if "x" in shape else (int(shape),) * 3
         for dtype in args.dtypes.split(","):
