@@ -461,98 +461,171 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
 // block, since a swizzled box row holds at most 128 bytes.
 namespace tma {
 
+using async_copy::smem_u32;
+
 __device__ __forceinline__ void expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
-                 :: "r"(async_copy::smem_u32(bar)), "r"(bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
 // Box (c0, c1) of the tensor map (c0 along the contiguous dimension) -> shared memory at dst; its bytes count
 // toward bar's transaction.  Elements outside the tensor arrive as zeros: the ragged edges of M, N and K.
 __device__ __forceinline__ void load_2d(uint32_t dst, const CUtensorMap& map, int c0, int c1, uint64_t* bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(async_copy::smem_u32(bar))
+                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)) : "memory");
+}
+
+// The same box into dst and bar at the same offsets in every block of the cluster named by `mask`.
+__device__ __forceinline__ void load_2d_multicast(uint32_t dst, const CUtensorMap& map, int c0, int c1, uint64_t* bar,
+                                                  uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(mask)
                  : "memory");
+}
+
+// Has the phase of this parity completed?  (No waiting; acquire at cluster scope, which also covers the block.)
+__device__ __forceinline__ bool test(uint64_t* bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+    return done;
+}
+
+// One arrival on the barrier at the same offset as `bar` in block `rank` of this cluster.
+__device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
+    asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
+                 " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n"
+                 :: "r"(smem_u32(bar)), "r"(rank) : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
 }  // namespace tma
 
-template <int BN_, int STAGES_, int PRODUCE_AT_>
+// CLUSTER blocks (1 or 2) side by side in M share each k-tile of B: each copies BN / 64 / CLUSTER of its boxes and
+// multicasts them to both, so a block fetches 16 + 32 / CLUSTER KiB per k-tile from L2 instead of 48.
+template <int BN_, int STAGES_, int CLUSTER_>
 struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
-    static constexpr int PRODUCE_AT = PRODUCE_AT_;                       // the k-step at which warp 0 copies
-    static constexpr int B_BOX_BYTES = 64 * 64 * 2;
-    static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 2 * STAGES_ * 8;   // + alignment, + barriers
-    static_assert(Base::WN == 64 && Base::KK % 2 == 0 && PRODUCE_AT < Base::KK, "one B box per warp column");
+    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_;
+    static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 3 * STAGES_ * 8;   // + alignment, + barriers
+    static_assert(Base::WN == 64 && Base::KK % 2 == 0 && (CLUSTER_ == 1 || CLUSTER_ == 2), "one B box per warp column");
 };
 
-// One thread's view of which k-tile goes into the ring next.  Items are numbered across all of this block's
-// tiles: item q is k-tile q % k_tiles of the block's (q / k_tiles)-th tile, in slot q % STAGES.
+// Who copies which k-tile into the ring, and when.  Items are numbered across all of this block's tiles: item
+// q is k-tile q % k_tiles of the block's (q / k_tiles)-th tile, in slot q % STAGES.  One thread (lane 0 of warp
+// 0) runs it, between its own k-steps, never waiting unless the block would otherwise starve.
 template <class C>
 struct Producer {
-    long long tile, tiles_m, tiles_n, tiles;
+    long long tile, tiles_m, tiles_n, tiles;   // tiles in units of a cluster's CLUSTER x 1 tiles
     int k_tiles, kt = 0, m0 = 0, n0 = 0;
-    uint32_t q = 0;
+    uint32_t q = 0, rank;
+    bool told_peer = false;                    // CLUSTER 2: the peer knows our consumers freed slot q % STAGES
 
-    __device__ __forceinline__ Producer(long long tiles_m_, long long tiles_n_, int k_tiles_)
-        : tile(blockIdx.x), tiles_m(tiles_m_), tiles_n(tiles_n_), tiles(tiles_m_ * tiles_n_), k_tiles(k_tiles_) {
+    __device__ __forceinline__ Producer(long long tiles_m_, long long tiles_n_, int k_tiles_, uint32_t rank_)
+        : tile(blockIdx.x / C::CLUSTER), tiles_m(tiles_m_), tiles_n(tiles_n_), tiles(tiles_m_ * tiles_n_),
+          k_tiles(k_tiles_), rank(rank_) {
         locate();
     }
     __device__ __forceinline__ void locate() {
         int tm, tn;
-        if (tile < tiles) tile_of<C::GROUP_M>(tile, tiles_m, tiles_n, tm, tn), m0 = tm * C::BM, n0 = tn * C::BN;
+        if (tile < tiles)
+            tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_m, tiles_n, tm, tn), m0 = (tm * C::CLUSTER + rank) * C::BM,
+                                                                              n0 = tn * C::BN;
     }
+    __device__ __forceinline__ bool done() const { return tile >= tiles; }
 
-    // Copy the next item into its slot, once every thread has released the slot's previous item.
-    __device__ __forceinline__ void issue(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t ring,
-                                          uint64_t* full, uint64_t* empty) {
-        if (tile >= tiles) return;
-        const uint32_t s = q % C::STAGES;
-        if (q >= C::STAGES) async_copy::mbar_wait(&empty[s], (q / C::STAGES + 1) & 1);
+    // Copy item q into its slot if the slot is free: every thread of this block (empty) and, in a cluster, of
+    // the peer (peer_free, which the peer's producer signals) has released item q - STAGES.  WAIT: block until
+    // then.  Returns whether it copied.
+    template <bool WAIT>
+    __device__ __forceinline__ bool issue(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t ring,
+                                          uint64_t* full, uint64_t* empty, uint64_t* peer_free) {
+        if (done()) return false;
+        const uint32_t s = q % C::STAGES, parity = (q / C::STAGES + 1) & 1;
+        if (q >= C::STAGES) {
+            if (C::CLUSTER > 1 && !told_peer) {
+                if (WAIT) async_copy::mbar_wait(&empty[s], parity);
+                else if (!tma::test(&empty[s], parity)) return false;
+                tma::arrive_remote(&peer_free[s], rank ^ 1);
+                told_peer = true;
+            }
+            uint64_t* free = C::CLUSTER > 1 ? &peer_free[s] : &empty[s];
+            if (WAIT) {
+                while (!tma::test(free, parity)) {
+                }
+            } else if (!tma::test(free, parity)) {
+                return false;
+            }
+        }
+        told_peer = false;
         const uint32_t slot = ring + s * C::SLOT_BYTES;
         tma::expect_tx(&full[s], C::SLOT_BYTES);
         tma::load_2d(slot, map_a, kt * C::BK, m0, &full[s]);
 #pragma unroll
-        for (int b = 0; b < C::BN / 64; ++b)
-            tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, kt * C::BK, &full[s]);
+        for (int i = 0; i < C::BOXES; ++i) {
+            const int b = rank * C::BOXES + i;
+            if (C::CLUSTER > 1)
+                tma::load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, kt * C::BK, &full[s],
+                                       (1 << C::CLUSTER) - 1);
+            else
+                tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, kt * C::BK, &full[s]);
+        }
         ++q;
-        if (++kt == k_tiles) kt = 0, tile += gridDim.x, locate();
+        if (++kt == k_tiles) kt = 0, tile += gridDim.x / C::CLUSTER, locate();
+        return true;
     }
 };
 
-// A persistent grid (one block per SM) walks the tiles in the grouped order; warp 0's lane 0 doubles as the
-// producer, STAGES - 1 items ahead of the block, so the ring runs on across tile boundaries: the next tile's
-// first k-tiles land while this one finishes and stores D from its registers.  The slots hand over by
-// mbarriers alone: full[s] completes when the copy engine has written slot s, empty[s] when all 256 threads
-// have read it.  No block-wide barrier inside the loop.
+// A persistent grid (one block per SM; with CLUSTER 2, pairs of blocks) walks the tiles in the grouped order.
+// Warp 0's lane 0 doubles as the producer and keeps the ring full, so it runs on across tile boundaries: the
+// next tile's first k-tiles land while this one finishes and stores D from its registers.  The slots hand over
+// by mbarriers alone: full[s] completes when slot s has been written, empty[s] when all 256 threads have read
+// it.  No block-wide barrier inside the loop.
 template <class C, class T>
 __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N,
                                                  int K, double alpha_, double beta_, const T* __restrict__ Cm,
                                                  idx_t ldc, T* __restrict__ D, idx_t ldd) {
     extern __shared__ __align__(128) unsigned char smem[];
-    // SWIZZLE_128B swizzles by shared address bits 7-9, so slots start on 1024-byte boundaries.
+    // SWIZZLE_128B swizzles by shared address bits 7-9, so slots start on 1024-byte boundaries (and at the same
+    // offsets in both blocks of a cluster, which multicast needs).
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::RING_BYTES);
     uint64_t* empty = full + C::STAGES;
+    uint64_t* peer_free = empty + C::STAGES;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int wm = warp / C::WARPS_N, wn = warp % C::WARPS_N;
+    const uint32_t rank = blockIdx.x % C::CLUSTER;   // 1-D grid: a cluster is CLUSTER consecutive blocks
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             async_copy::mbar_init(&full[s], 1);
             async_copy::mbar_init(&empty[s], C::THREADS);
+            async_copy::mbar_init(&peer_free[s], 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
     }
-    __syncthreads();
+    if (C::CLUSTER > 1) tma::cluster_sync();   // the peer's barriers exist before anything reaches them
+    else __syncthreads();
 
-    const long long tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN, tiles = tiles_m * tiles_n;
+    const long long tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN;
+    const long long tiles_mc = (tiles_m + C::CLUSTER - 1) / C::CLUSTER, tiles = tiles_mc * tiles_n;
     const int k_tiles = (K + C::BK - 1) / C::BK;
-    Producer<C> producer(tiles_m, tiles_n, k_tiles);
-    auto produce = [&] {
-        if (lane == 0) producer.issue(map_a, map_b, ring, full, empty);
+    Producer<C> producer(tiles_mc, tiles_n, k_tiles, rank);
+    // Warp 0, between k-steps: copy whatever the free slots allow; before waiting for item x itself, make sure
+    // item x has been copied (waiting for its slot if need be).
+    auto pump = [&] {
+        if (lane == 0)
+            while (producer.template issue<false>(map_a, map_b, ring, full, empty, peer_free)) {
+            }
         __syncwarp();
     };
-    if (warp == 0)
-        for (int s = 0; s < C::STAGES - 1; ++s) produce();
+    auto ensure = [&](uint32_t x) {
+        if (lane == 0)
+            while (producer.q <= x && !producer.done()) producer.template issue<true>(map_a, map_b, ring, full, empty, peer_free);
+        __syncwarp();
+    };
 
     // Fragment addresses in a slot: A as in the cp.async form; B's n16 pair j of this warp lies in box wn.
     int a_off[C::KK], b_off[C::NJ];
@@ -568,13 +641,17 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
         for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * 128);
     };
     auto slot_of = [&](uint32_t q) { return ring + q % C::STAGES * C::SLOT_BYTES; };
-    auto wait_full = [&](uint32_t q) { async_copy::mbar_wait(&full[q % C::STAGES], (q / C::STAGES) & 1); };
+    auto wait_full = [&](uint32_t q) {
+        if (warp == 0) ensure(q);
+        async_copy::mbar_wait(&full[q % C::STAGES], (q / C::STAGES) & 1);
+    };
 
     const float alpha = (float)alpha_, beta = (float)beta_;
     uint32_t q = 0;   // the item computed now
-    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int tm, tn;
-        tile_of<C::GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+    for (long long tile = blockIdx.x / C::CLUSTER; tile < tiles; tile += gridDim.x / C::CLUSTER) {
+        int tmc, tn;
+        tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_mc, tiles_n, tmc, tn);
+        const int tm = tmc * C::CLUSTER + rank;   // may lie past M (odd tiles_m): all zeros in, nothing stored
         float acc[C::MI][2 * C::NJ][4];
 #pragma unroll
         for (int i = 0; i < C::MI; ++i)
@@ -595,7 +672,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
                     wait_full(q + 1);
                     load_frags(0, slot_of(q + 1), 0);
                 }
-                if (warp == 0 && kk == C::PRODUCE_AT) produce();
+                if (warp == 0) pump();
 #pragma unroll
                 for (int i = 0; i < C::MI; ++i)
 #pragma unroll
@@ -610,6 +687,8 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
         store_fragments<C::MI, 2 * C::NJ, T, true>(acc, (idx_t)tm * C::BM + wm * C::WM, tn * C::BN + wn * C::WN,
                                                    lane, M, N, alpha, beta, Cm, ldc, D, ldd);
     }
+    // Neither block of a cluster leaves while the other may still signal its barriers.
+    if (C::CLUSTER > 1) tma::cluster_sync();
 }
 
 }  // namespace
@@ -657,7 +736,7 @@ SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
 // launcher sends other calls to mma_swizzle_*_unaligned.  Dynamic shared memory: TmaCfg::SMEM_BYTES
 // (study/registry.py SWIZZLE_TMA_SMEM).
 #define SWIZZLE_TMA_ENTRY(NAME, CFG, T)                                                                         \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1)                                             \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) __cluster_dims__(CFG::CLUSTER, 1, 1)        \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N,  \
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
         gemm_swizzle_tma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd);                         \
@@ -667,13 +746,11 @@ SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
     SWIZZLE_TMA_ENTRY(NAME##_bf16, CFG, __nv_bfloat16)
 
 #ifdef MMA_EXPLORE
-using X13T_P1 = TmaCfg<256, 4, 1>;
-SWIZZLE_TMA_PAIR(x13t_p1, X13T_P1)
-using X13T_P3 = TmaCfg<256, 4, 3>;
-SWIZZLE_TMA_PAIR(x13t_p3, X13T_P3)
-using X13T_S3 = TmaCfg<256, 3, 2>;
-SWIZZLE_TMA_PAIR(x13t_s3, X13T_S3)
+using X13T_C1 = TmaCfg<256, 4, 1>;   // no cluster: every block fetches its whole B tile
+SWIZZLE_TMA_PAIR(x13t_c1, X13T_C1)
+using X13T_C2S3 = TmaCfg<256, 3, 2>;
+SWIZZLE_TMA_PAIR(x13t_c2s3, X13T_C2S3)
 #endif
 
-using SwizzledTma = TmaCfg<256, 4, 2>;   // 8 warps of 64x64; 4 slots of 48 KiB
+using SwizzledTma = TmaCfg<256, 4, 2>;   // 8 warps of 64x64; 4 slots of 48 KiB; clusters of 2 blocks share B
 SWIZZLE_TMA_PAIR(mma_swizzle_tma, SwizzledTma)

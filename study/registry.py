@@ -162,13 +162,14 @@ class CudaTypedLaunch(CudaLaunch):
 @dataclass(frozen=True)
 class CudaTmaLaunch(CudaTypedLaunch):
     """A persistent kernel fed by the copy engine: A and B reach it as tensor maps (boxes of `a_box` and `b_box`
-    elements, rows x cols, 128-byte swizzle) and one block per SM walks D's tiles.  Its arguments: the two maps,
-    M, N, K, alpha, beta, C, ldc, D, ldd.  A tensor map needs 16-byte aligned starts and pitches, so any call
-    with an operand that is not goes to `unaligned`, a block-per-tile launch of the same stage."""
+    elements, rows x cols, 128-byte swizzle) and one block per SM walks D's tiles, in clusters of `cluster`
+    blocks along M (the kernel's __cluster_dims__).  Its arguments: the two maps, M, N, K, alpha, beta, C, ldc,
+    D, ldd.  A tensor map needs 16-byte aligned starts and pitches, so any call with an operand that is not
+    goes to `unaligned`, a block-per-tile launch of the same stage."""
     a_box: tuple[int, int] = (128, 64)
     b_box: tuple[int, int] = (64, 64)
+    cluster: int = 1
     unaligned: CudaTypedLaunch | None = None
-    persistent: bool = True
 
     def __call__(self, name: str, p) -> None:
         if not _all_aligned16(p):
@@ -179,16 +180,18 @@ class CudaTmaLaunch(CudaTypedLaunch):
 
     def many_tiles(self, sms: int) -> tuple[int, int]:
         """An M x N, ragged in both, of at least 2.5 tiles per SM: every block of the grid walks several tiles,
-        and its ring runs on from one into the next (what the tests and the sanitizer must reach)."""
-        return 24 * self.tile[0] - 37, -(-5 * sms // 48) * self.tile[1] - 61
+        and its ring runs on from one into the next (what the tests and the sanitizer must reach).  23 tile-rows:
+        with clusters of 2 along M, the last pair's second tile lies wholly past M."""
+        return 23 * self.tile[0] - 37, -(-5 * sms // 46) * self.tile[1] - 61
 
     def launch_kernel(self, k, a, b, c, alpha: float, beta: float, out) -> None:
         """One launch of the loaded kernel `k` (this launch's, or a tuning variant's) on checked operands; C is
         never read when beta == 0."""
         from . import cuda_launch
         (M, K), N = a.shape, b.shape[1]
-        tiles = -(-M // self.tile[0]) * -(-N // self.tile[1])
-        cuda_launch.launch(k, (min(tiles, cuda_launch.sm_count(a.device)), 1, 1), self.block, self.dynamic_smem, [
+        tiles = -(-M // (self.tile[0] * self.cluster)) * -(-N // self.tile[1]) * self.cluster
+        blocks = min(tiles, cuda_launch.resident_blocks(k, self.block, self.dynamic_smem, self.cluster, a.device))
+        cuda_launch.launch(k, (blocks, 1, 1), self.block, self.dynamic_smem, [
             ("tmap", cuda_launch.tensor_map_2d(a, self.a_box)), ("tmap", cuda_launch.tensor_map_2d(b, self.b_box)),
             ("int", M), ("int", N), ("int", K), ("double", alpha), ("double", beta),
             ("ptr", c), ("i64", c.stride(0)), ("ptr", out), ("i64", out.stride(0))], a.device)
@@ -430,7 +433,7 @@ def _wmma_stage() -> list[Impl]:
 WMMA_ASYNC_SMEM = 4 * (128 * (32 + 16) + 32 * (128 + 16)) * 2   # 11_wmma_async.cu: 4 slots of A 128x48, B 32x144 halves
 MMA_SMEM = 3 * (128 * 32 + 32 * 128) * 2        # 12: 3 slots of a 128x32 A and a 32x128 B tile (48 KiB)
 SWIZZLE_SMEM = 4 * (128 * 64 + 64 * 256) * 2    # 13: 4 slots of a 128x64 A and a 64x256 B tile (192 KiB)
-SWIZZLE_TMA_SMEM = SWIZZLE_SMEM + 1024 + 2 * 4 * 8   # 13's TMA form: the same ring on a 1024-byte boundary, 8 mbarriers
+SWIZZLE_TMA_SMEM = SWIZZLE_SMEM + 1024 + 3 * 4 * 8  # 13's TMA form: the same ring on a 1024-byte boundary, 12 mbarriers
 
 
 def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, triton_uses: tuple[str, ...] = (),
@@ -451,7 +454,7 @@ def _swizzle_tma() -> Impl:
     s = stage("13")
     cp_async = _cuda_tc(f"{s.key}.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM, vec=True)
     tma = CudaTmaLaunch(cp_async.source, "mma_swizzle_tma_{pair}", (256, 1, 1), (128, 256),
-                        dynamic_smem=SWIZZLE_TMA_SMEM, pairs=cp_async.pairs, unaligned=cp_async)
+                        dynamic_smem=SWIZZLE_TMA_SMEM, pairs=cp_async.pairs, cluster=2, unaligned=cp_async)
     return _tc_impl(f"cuda:{s.key}-tma", "cuda", s, HALF_IO, tma, _cuda_sources(tma.source),
                     f"{s.title} (TMA-fed, persistent)")
 

@@ -50,16 +50,16 @@ VARIANTS = {
        for n in ("x13_abl1", "x13_abl2", "x13_abl4", "x13_abl3")},
 }
 # TMA-fed persistent variants of 13 (x13t_*): launched like cuda:13_swizzle-tma, built with MMA_EXPLORE.
-TMA_VARIANTS = ("x13t_p1", "x13t_p3", "x13t_s3")
+TMA_VARIANTS = {"x13t_c1": (4, 1), "x13t_c2s3": (3, 2)}   # name -> (ring slots, cluster size)
 REGISTERED = ("cuda:12_mma_ldmatrix", "cuda:13_swizzle", "cuda:13_swizzle-tma")
 
 
 def tma_variant_runner(name, dtype, x, dev):
     import dataclasses
     launch = study.get("cuda:13_swizzle-tma").launch
-    stages = 3 if name.endswith("_s3") else 4
-    smem = stages * (128 * 64 + 64 * 256) * 2 + 1024 + 2 * stages * 8
-    launch = dataclasses.replace(launch, entry=f"{name}_{{pair}}", dynamic_smem=smem)
+    stages, cluster = TMA_VARIANTS[name]
+    smem = stages * (128 * 64 + 64 * 256) * 2 + 1024 + 3 * stages * 8
+    launch = dataclasses.replace(launch, entry=f"{name}_{{pair}}", dynamic_smem=smem, cluster=cluster)
     k = cuda_launch.kernel(CUDA_DIR / launch.source, f"{name}_{TAG[dtype]}", dev, smem, FLAGS)
     return lambda: launch.launch_kernel(k, x.a, x.b, x.out, 1.0, 0.0, x.out)
 
