@@ -483,10 +483,11 @@ __device__ __forceinline__ void load_2d_multicast(uint32_t dst, const CUtensorMa
                  : "memory");
 }
 
-// Has the phase of this parity completed?  (No waiting; acquire at cluster scope, which also covers the block.)
+// Has the phase of this parity completed?  No waiting.  (Acquire at block scope, as CUTLASS's pipelines wait on
+// barriers a peer block arrives on: at cluster scope ptxas adds an L1 invalidation, CCTL.IVALL, per success.)
 __device__ __forceinline__ bool test(uint64_t* bar, uint32_t parity) {
     uint32_t done;
-    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                  " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
     return done;
 }

@@ -95,14 +95,7 @@ def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int 
 
 
 # Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
-@functools.lru_cache(maxsize=None)
-def _max_active_clusters(k: LoadedKernel, block: tuple[int, int, int], smem: int, cluster: int) -> int:
-    drv = _driver()
-    cfg = drv.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cluster, 1, 1
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-    cfg.sharedMemBytes = smem
-    return check(drv.cuOccupancyMaxActiveClusters(k.function, cfg), f"cuOccupancyMaxActiveClusters({k.entry})")
+_resident: dict[tuple, int] = {}
 
 
 def resident_blocks(k: LoadedKernel, block: tuple[int, int, int], smem: int, cluster: int, device: torch.device) -> int:
@@ -110,9 +103,18 @@ def resident_blocks(k: LoadedKernel, block: tuple[int, int, int], smem: int, clu
     at once: more would wait for a free SM and serialize."""
     if cluster == 1:
         return sm_count(device)
-    with torch.cuda.device(device):
-        check(_driver().cuCtxSetCurrent(_primary_context(_index(device))), "cuCtxSetCurrent")
-        return cluster * _max_active_clusters(k, block, smem, cluster)
+    key = (str(k.cubin.path), k.entry, block, smem, cluster, _index(device))
+    if key not in _resident:
+        drv = _driver()
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cluster, 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = smem
+        with torch.cuda.device(device):
+            check(drv.cuCtxSetCurrent(_primary_context(_index(device))), "cuCtxSetCurrent")
+            n = check(drv.cuOccupancyMaxActiveClusters(k.function, cfg), f"cuOccupancyMaxActiveClusters({k.entry})")
+        _resident[key] = cluster * n
+    return _resident[key]
 
 
 # "tmap": a CUtensorMap (tensor_map_2d), passed by value: cuda.bindings copies the 128 bytes behind its getPtr().
