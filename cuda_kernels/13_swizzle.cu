@@ -507,13 +507,33 @@ __device__ __forceinline__ void cluster_sync() {
 
 // CLUSTER blocks (1 or 2) side by side in M share each k-tile of B: each copies BN / 64 / CLUSTER of its boxes and
 // multicasts them to both, so a block fetches 16 + 32 / CLUSTER KiB per k-tile from L2 instead of 48.
-template <int BN_, int STAGES_, int CLUSTER_>
+// PUMP_AT: the k-step after which warp 0 copies what the free slots allow, once per k-tile.
+template <int BN_, int STAGES_, int CLUSTER_, int PUMP_AT_ = 3>
 struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
-    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_;
+    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_, PUMP_AT = PUMP_AT_;
     static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 3 * STAGES_ * 8;   // + alignment, + barriers
     static_assert(Base::WN == 64 && Base::KK % 2 == 0 && (CLUSTER_ == 1 || CLUSTER_ == 2), "one B box per warp column");
 };
+
+// The copies of one item: A's box, and this block's share of B's boxes (multicast to the cluster).  Out of line:
+// inlined at every place warp 0 may copy, it made the k-loop too large for the instruction cache (a variant that
+// polled at every k-step ran at 2/3 of the speed).
+template <class C>
+__device__ __noinline__ void copy_item(const CUtensorMap* map_a, const CUtensorMap* map_b, uint32_t slot,
+                                       uint64_t* full, int k0, int m0, int n0, uint32_t rank) {
+    tma::expect_tx(full, C::SLOT_BYTES);
+    tma::load_2d(slot, *map_a, k0, m0, full);
+#pragma unroll
+    for (int i = 0; i < C::BOXES; ++i) {
+        const int b = rank * C::BOXES + i;
+        if (C::CLUSTER > 1)
+            tma::load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, *map_b, n0 + 64 * b, k0, full,
+                                   (1 << C::CLUSTER) - 1);
+        else
+            tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, *map_b, n0 + 64 * b, k0, full);
+    }
+}
 
 // Who copies which k-tile into the ring, and when.  Items are numbered across all of this block's tiles: item
 // q is k-tile q % k_tiles of the block's (q / k_tiles)-th tile, in slot q % STAGES.  One thread (lane 0 of warp
@@ -562,18 +582,7 @@ struct Producer {
             }
         }
         told_peer = false;
-        const uint32_t slot = ring + s * C::SLOT_BYTES;
-        tma::expect_tx(&full[s], C::SLOT_BYTES);
-        tma::load_2d(slot, map_a, kt * C::BK, m0, &full[s]);
-#pragma unroll
-        for (int i = 0; i < C::BOXES; ++i) {
-            const int b = rank * C::BOXES + i;
-            if (C::CLUSTER > 1)
-                tma::load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, kt * C::BK, &full[s],
-                                       (1 << C::CLUSTER) - 1);
-            else
-                tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, kt * C::BK, &full[s]);
-        }
+        copy_item<C>(&map_a, &map_b, ring + s * C::SLOT_BYTES, &full[s], kt * C::BK, m0, n0, rank);
         ++q;
         if (++kt == k_tiles) kt = 0, tile += gridDim.x / C::CLUSTER, locate();
         return true;
@@ -673,7 +682,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
                     wait_full(q + 1);
                     load_frags(0, slot_of(q + 1), 0);
                 }
-                if (warp == 0) pump();
+                if (warp == 0 && kk == C::PUMP_AT) pump();
 #pragma unroll
                 for (int i = 0; i < C::MI; ++i)
 #pragma unroll
@@ -749,8 +758,8 @@ SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
 #ifdef MMA_EXPLORE
 using X13T_C1 = TmaCfg<256, 4, 1>;   // no cluster: every block fetches its whole B tile
 SWIZZLE_TMA_PAIR(x13t_c1, X13T_C1)
-using X13T_C2S3 = TmaCfg<256, 3, 2>;
-SWIZZLE_TMA_PAIR(x13t_c2s3, X13T_C2S3)
+using X13T_C2P1 = TmaCfg<256, 4, 2, 1>;
+SWIZZLE_TMA_PAIR(x13t_c2p1, X13T_C2P1)
 #endif
 
 using SwizzledTma = TmaCfg<256, 4, 2>;   // 8 warps of 64x64; 4 slots of 48 KiB; clusters of 2 blocks share B
