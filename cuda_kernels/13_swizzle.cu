@@ -508,10 +508,11 @@ __device__ __forceinline__ void cluster_sync() {
 // CLUSTER blocks (1 or 2) side by side in M share each k-tile of B: each copies BN / 64 / CLUSTER of its boxes and
 // multicasts them to both, so a block fetches 16 + 32 / CLUSTER KiB per k-tile from L2 instead of 48.
 // PUMP_AT: the k-step after which warp 0 copies what the free slots allow, once per k-tile.
-template <int BN_, int STAGES_, int CLUSTER_, int PUMP_AT_ = 3>
+template <int BN_, int STAGES_, int CLUSTER_, int PUMP_AT_ = 3, bool PUMP_WAITS_ = false>
 struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
     static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_, PUMP_AT = PUMP_AT_;
+    static constexpr bool PUMP_WAITS = PUMP_WAITS_;   // the pump copies exactly one item, waiting for its slot
     static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 3 * STAGES_ * 8;   // + alignment, + barriers
     static_assert(Base::WN == 64 && Base::KK % 2 == 0 && (CLUSTER_ == 1 || CLUSTER_ == 2), "one B box per warp column");
 };
@@ -626,9 +627,11 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
     // Warp 0, between k-steps: copy whatever the free slots allow; before waiting for item x itself, make sure
     // item x has been copied (waiting for its slot if need be).
     auto pump = [&] {
-        if (lane == 0)
-            while (producer.template issue<false>(map_a, map_b, ring, full, empty, peer_free)) {
+        if (lane == 0) {
+            if (C::PUMP_WAITS) producer.template issue<true>(map_a, map_b, ring, full, empty, peer_free);
+            else while (producer.template issue<false>(map_a, map_b, ring, full, empty, peer_free)) {
             }
+        }
         __syncwarp();
     };
     auto ensure = [&](uint32_t x) {
@@ -758,8 +761,10 @@ SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
 #ifdef MMA_EXPLORE
 using X13T_C1 = TmaCfg<256, 4, 1>;   // no cluster: every block fetches its whole B tile
 SWIZZLE_TMA_PAIR(x13t_c1, X13T_C1)
-using X13T_C2P1 = TmaCfg<256, 4, 2, 1>;
-SWIZZLE_TMA_PAIR(x13t_c2p1, X13T_C2P1)
+using X13T_C1W = TmaCfg<256, 4, 1, 3, true>;
+SWIZZLE_TMA_PAIR(x13t_c1w, X13T_C1W)
+using X13T_C2W = TmaCfg<256, 4, 2, 3, true>;
+SWIZZLE_TMA_PAIR(x13t_c2w, X13T_C2W)
 #endif
 
 using SwizzledTma = TmaCfg<256, 4, 2>;   // 8 warps of 64x64; 4 slots of 48 KiB; clusters of 2 blocks share B

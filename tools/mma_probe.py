@@ -50,7 +50,7 @@ VARIANTS = {
        for n in ("x13_abl1", "x13_abl2", "x13_abl4", "x13_abl3")},
 }
 # TMA-fed persistent variants of 13 (x13t_*): launched like cuda:13_swizzle-tma, built with MMA_EXPLORE.
-TMA_VARIANTS = {"x13t_c1": (4, 1), "x13t_c2p1": (4, 2)}   # name -> (ring slots, cluster size)
+TMA_VARIANTS = {"x13t_c1": (4, 1), "x13t_c1w": (4, 1), "x13t_c2w": (4, 2)}   # name -> (ring slots, cluster size)
 REGISTERED = ("cuda:12_mma_ldmatrix", "cuda:13_swizzle", "cuda:13_swizzle-tma")
 
 
@@ -85,6 +85,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated name prefixes of variants to run (default all)")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--peak", action="store_true")
+    ap.add_argument("--once", action="store_true", help="run each kernel once, untimed (for ncu)")
     args = ap.parse_args()
     dev, flush, clock = setup()
     if args.peak:
@@ -124,10 +125,11 @@ def main() -> None:
             n = shape
             ref = reference(x)
             for rep in range(args.reps):
-                t = bench(lambda: torch.mm(x.a, x.b, out=x.out), flush, clock)
-                base = 2 * M * N * K / t.ms / 1e9
-                print(f"{n} {dtype} cublas{'':24s} {base:7.1f} TFLOP/s           {t.sm_clock_mhz or 0:.0f} MHz",
-                      flush=True)
+                t = bench(lambda: torch.mm(x.a, x.b, out=x.out), flush, clock) if not args.once else None
+                base = 2 * M * N * K / t.ms / 1e9 if t else 0.0
+                if t:
+                    print(f"{n} {dtype} cublas{'':24s} {base:7.1f} TFLOP/s           {t.sm_clock_mhz or 0:.0f} MHz",
+                          flush=True)
                 for name in names:
                     try:
                         if name in REGISTERED:
@@ -138,6 +140,9 @@ def main() -> None:
                         run()
                         torch.cuda.synchronize()
                         v = judge(x.out, ref, PRECISION[dtype])
+                        if args.once:
+                            print(f"{n} {dtype} {name:30s} ran once, relerr {v.relerr:.1e}", flush=True)
+                            continue
                         t = bench(run, flush, clock)
                     except Exception as e:  # one broken variant should not cost the table
                         print(f"{n} {dtype} {name:30s} ERROR {type(e).__name__}: {str(e)[:200]}", flush=True)
