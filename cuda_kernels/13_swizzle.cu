@@ -483,15 +483,6 @@ __device__ __forceinline__ void load_2d_multicast(uint32_t dst, const CUtensorMa
                  : "memory");
 }
 
-// Has the phase of this parity completed?  No waiting.  (Acquire at block scope, as CUTLASS's pipelines wait on
-// barriers a peer block arrives on: at cluster scope ptxas adds an L1 invalidation, CCTL.IVALL, per success.)
-__device__ __forceinline__ bool test(uint64_t* bar, uint32_t parity) {
-    uint32_t done;
-    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-    return done;
-}
-
 // One arrival on the barrier at the same offset as `bar` in block `rank` of this cluster.
 __device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
     asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
@@ -507,94 +498,43 @@ __device__ __forceinline__ void cluster_sync() {
 
 // CLUSTER blocks (1 or 2) side by side in M share each k-tile of B: each copies BN / 64 / CLUSTER of its boxes and
 // multicasts them to both, so a block fetches 16 + 32 / CLUSTER KiB per k-tile from L2 instead of 48.
-// PUMP_AT: the k-step after which warp 0 copies what the free slots allow, once per k-tile.
-template <int BN_, int STAGES_, int CLUSTER_, int PUMP_AT_ = 3, bool PUMP_WAITS_ = false>
+template <int BN_, int STAGES_, int CLUSTER_>
 struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
-    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_, PUMP_AT = PUMP_AT_;
-    static constexpr bool PUMP_WAITS = PUMP_WAITS_;   // the pump copies exactly one item, waiting for its slot
-    static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 3 * STAGES_ * 8;   // + alignment, + barriers
+    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_;
+    static constexpr int ALL_THREADS = Base::THREADS + 128;                        // + the producer warpgroup
+    // Registers: 65536 per SM split as 128 x PRODUCER_REGS + 256 x CONSUMER_REGS (setmaxnreg, multiples of 8).
+    static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+    static_assert(128 * PRODUCER_REGS + Base::THREADS * CONSUMER_REGS <= 65536, "register file");
     static_assert(Base::WN == 64 && Base::KK % 2 == 0 && (CLUSTER_ == 1 || CLUSTER_ == 2), "one B box per warp column");
 };
 
-// The copies of one item: A's box, and this block's share of B's boxes (multicast to the cluster).  Out of line:
-// inlined at every place warp 0 may copy, it made the k-loop too large for the instruction cache (a variant that
-// polled at every k-step ran at 2/3 of the speed).
+// The copies of one item (a k-tile of a tile): A's box, and this block's share of B's boxes (multicast to the
+// cluster), all counted by the slot's full barrier.
 template <class C>
-__device__ __noinline__ void copy_item(const CUtensorMap* map_a, const CUtensorMap* map_b, uint32_t slot,
-                                       uint64_t* full, int k0, int m0, int n0, uint32_t rank) {
+__device__ __forceinline__ void copy_item(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t slot,
+                                          uint64_t* full, int k0, int m0, int n0, uint32_t rank) {
     tma::expect_tx(full, C::SLOT_BYTES);
-    tma::load_2d(slot, *map_a, k0, m0, full);
+    tma::load_2d(slot, map_a, k0, m0, full);
 #pragma unroll
     for (int i = 0; i < C::BOXES; ++i) {
         const int b = rank * C::BOXES + i;
         if (C::CLUSTER > 1)
-            tma::load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, *map_b, n0 + 64 * b, k0, full,
+            tma::load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full,
                                    (1 << C::CLUSTER) - 1);
         else
-            tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, *map_b, n0 + 64 * b, k0, full);
+            tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full);
     }
 }
 
-// Who copies which k-tile into the ring, and when.  Items are numbered across all of this block's tiles: item
-// q is k-tile q % k_tiles of the block's (q / k_tiles)-th tile, in slot q % STAGES.  One thread (lane 0 of warp
-// 0) runs it, between its own k-steps, never waiting unless the block would otherwise starve.
-template <class C>
-struct Producer {
-    long long tile, tiles_m, tiles_n, tiles;   // tiles in units of a cluster's CLUSTER x 1 tiles
-    int k_tiles, kt = 0, m0 = 0, n0 = 0;
-    uint32_t q = 0, rank;
-    bool told_peer = false;                    // CLUSTER 2: the peer knows our consumers freed slot q % STAGES
-
-    __device__ __forceinline__ Producer(long long tiles_m_, long long tiles_n_, int k_tiles_, uint32_t rank_)
-        : tile(blockIdx.x / C::CLUSTER), tiles_m(tiles_m_), tiles_n(tiles_n_), tiles(tiles_m_ * tiles_n_),
-          k_tiles(k_tiles_), rank(rank_) {
-        locate();
-    }
-    __device__ __forceinline__ void locate() {
-        int tm, tn;
-        if (tile < tiles)
-            tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_m, tiles_n, tm, tn), m0 = (tm * C::CLUSTER + rank) * C::BM,
-                                                                              n0 = tn * C::BN;
-    }
-    __device__ __forceinline__ bool done() const { return tile >= tiles; }
-
-    // Copy item q into its slot if the slot is free: every thread of this block (empty) and, in a cluster, of
-    // the peer (peer_free, which the peer's producer signals) has released item q - STAGES.  WAIT: block until
-    // then.  Returns whether it copied.
-    template <bool WAIT>
-    __device__ __forceinline__ bool issue(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t ring,
-                                          uint64_t* full, uint64_t* empty, uint64_t* peer_free) {
-        if (done()) return false;
-        const uint32_t s = q % C::STAGES, parity = (q / C::STAGES + 1) & 1;
-        if (q >= C::STAGES) {
-            if (C::CLUSTER > 1 && !told_peer) {
-                if (WAIT) async_copy::mbar_wait(&empty[s], parity);
-                else if (!tma::test(&empty[s], parity)) return false;
-                tma::arrive_remote(&peer_free[s], rank ^ 1);
-                told_peer = true;
-            }
-            uint64_t* free = C::CLUSTER > 1 ? &peer_free[s] : &empty[s];
-            if (WAIT) {
-                while (!tma::test(free, parity)) {
-                }
-            } else if (!tma::test(free, parity)) {
-                return false;
-            }
-        }
-        told_peer = false;
-        copy_item<C>(&map_a, &map_b, ring + s * C::SLOT_BYTES, &full[s], kt * C::BK, m0, n0, rank);
-        ++q;
-        if (++kt == k_tiles) kt = 0, tile += gridDim.x / C::CLUSTER, locate();
-        return true;
-    }
-};
-
-// A persistent grid (one block per SM; with CLUSTER 2, pairs of blocks) walks the tiles in the grouped order.
-// Warp 0's lane 0 doubles as the producer and keeps the ring full, so it runs on across tile boundaries: the
-// next tile's first k-tiles land while this one finishes and stores D from its registers.  The slots hand over
-// by mbarriers alone: full[s] completes when slot s has been written, empty[s] when all 256 threads have read
-// it.  No block-wide barrier inside the loop.
+// Warp specialization on top of the persistent grid (one block per SM; with CLUSTER 2, pairs of blocks): one
+// thread of a producer warpgroup copies k-tiles into the ring as fast as slots free up, running on across tile
+// boundaries (the next tile's first k-tiles land while the consumers finish this one and store D from their
+// registers); 8 consumer warps compute, exactly as the cp.async form's warps do.  Items are numbered across the
+// block's tiles: item q is k-tile q % k_tiles of the block's (q / k_tiles)-th tile, in slot q % STAGES.  The
+// slots hand over by mbarriers alone: full[s] completes when slot s has been written, empty[s] when all 256
+// consumer threads have read it (and, in a cluster, peer_free[s] when the peer's consumers have too).  setmaxnreg
+// moves registers from the producer warpgroup, which needs few, to the consumers' 64x64 accumulator tiles.
 template <class C, class T>
 __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N,
                                                  int K, double alpha_, double beta_, const T* __restrict__ Cm,
@@ -606,8 +546,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::RING_BYTES);
     uint64_t* empty = full + C::STAGES;
     uint64_t* peer_free = empty + C::STAGES;
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int wm = warp / C::WARPS_N, wn = warp % C::WARPS_N;
+    const int tid = threadIdx.x;
     const uint32_t rank = blockIdx.x % C::CLUSTER;   // 1-D grid: a cluster is CLUSTER consecutive blocks
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
@@ -620,87 +559,102 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
     if (C::CLUSTER > 1) tma::cluster_sync();   // the peer's barriers exist before anything reaches them
     else __syncthreads();
 
-    const long long tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN;
-    const long long tiles_mc = (tiles_m + C::CLUSTER - 1) / C::CLUSTER, tiles = tiles_mc * tiles_n;
-    const int k_tiles = (K + C::BK - 1) / C::BK;
-    Producer<C> producer(tiles_mc, tiles_n, k_tiles, rank);
-    // Warp 0, between k-steps: copy whatever the free slots allow; before waiting for item x itself, make sure
-    // item x has been copied (waiting for its slot if need be).
-    auto pump = [&] {
-        if (lane == 0) {
-            if (C::PUMP_WAITS) producer.template issue<true>(map_a, map_b, ring, full, empty, peer_free);
-            else while (producer.template issue<false>(map_a, map_b, ring, full, empty, peer_free)) {
-            }
-        }
-        __syncwarp();
-    };
-    auto ensure = [&](uint32_t x) {
-        if (lane == 0)
-            while (producer.q <= x && !producer.done()) producer.template issue<true>(map_a, map_b, ring, full, empty, peer_free);
-        __syncwarp();
-    };
+    // The block's tiles: first, first + stride, ... below tiles, in units of a cluster's CLUSTER x 1 tiles.
+    // (Worked out after setmaxnreg in each branch: before it, under the 168-register entry limit, ptxas spilled
+    // them.)
+    const long long tiles_n = (N + C::BN - 1) / C::BN;
+    auto tiles_mc = [&] { return ((M + C::BM - 1) / C::BM + C::CLUSTER - 1) / C::CLUSTER; };
+    auto first = [&] { return (long long)(blockIdx.x / C::CLUSTER); };
+    const int stride = gridDim.x / C::CLUSTER, k_tiles = (K + C::BK - 1) / C::BK;
 
-    // Fragment addresses in a slot: A as in the cp.async form; B's n16 pair j of this warp lies in box wn.
-    int a_off[C::KK], b_off[C::NJ];
-#pragma unroll
-    for (int kk = 0; kk < C::KK; ++kk) a_off[kk] = swz<C::CPR_A>(wm * C::WM + lane % 16, 2 * kk + lane / 16);
-#pragma unroll
-    for (int j = 0; j < C::NJ; ++j) b_off[j] = C::A_BYTES + wn * C::B_BOX_BYTES + swz<8>(lane % 16, 2 * j + lane / 16);
-    uint32_t af[2][C::MI][4], bf[2][C::NJ][4];
-    auto load_frags = [&](int buf, uint32_t slot, int kk) {
-#pragma unroll
-        for (int i = 0; i < C::MI; ++i) ldsm_x4(af[buf][i], slot + a_off[kk] + i * 16 * C::BK * 2);
-#pragma unroll
-        for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * 128);
-    };
-    auto slot_of = [&](uint32_t q) { return ring + q % C::STAGES * C::SLOT_BYTES; };
-    auto wait_full = [&](uint32_t q) {
-        if (warp == 0) ensure(q);
-        async_copy::mbar_wait(&full[q % C::STAGES], (q / C::STAGES) & 1);
-    };
-
-    const float alpha = (float)alpha_, beta = (float)beta_;
-    uint32_t q = 0;   // the item computed now
-    for (long long tile = blockIdx.x / C::CLUSTER; tile < tiles; tile += gridDim.x / C::CLUSTER) {
-        int tmc, tn;
-        tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_mc, tiles_n, tmc, tn);
-        const int tm = tmc * C::CLUSTER + rank;   // may lie past M (odd tiles_m): all zeros in, nothing stored
-        float acc[C::MI][2 * C::NJ][4];
-#pragma unroll
-        for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-            for (int j = 0; j < 2 * C::NJ; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-        wait_full(q);
-        load_frags(0, slot_of(q), 0);
-        for (int kt = 0; kt < k_tiles; ++kt, ++q) {
-            const uint32_t slot = slot_of(q);
-#pragma unroll
-            for (int kk = 0; kk < C::KK; ++kk) {
-                // The next k-step's fragments: this k-tile's, or (last step) the next k-tile's first.
-                if (kk + 1 < C::KK) {
-                    load_frags((kk + 1) % 2, slot, kk + 1);
-                } else if (kt + 1 < k_tiles) {
-                    wait_full(q + 1);
-                    load_frags(0, slot_of(q + 1), 0);
-                }
-                if (warp == 0 && kk == C::PUMP_AT) pump();
-#pragma unroll
-                for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-                    for (int j = 0; j < C::NJ; ++j) {
-                        Elem<T>::mma(acc[i][2 * j], af[kk % 2][i], bf[kk % 2][j][0], bf[kk % 2][j][1]);
-                        Elem<T>::mma(acc[i][2 * j + 1], af[kk % 2][i], bf[kk % 2][j][2], bf[kk % 2][j][3]);
+    if (tid < 128) {   // the producer warpgroup: thread 0 copies, the rest idle
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
+        const long long tiles = tiles_mc() * tiles_n;
+        if (tid == 0) {
+            uint32_t q = 0;
+            for (long long tile = first(); tile < tiles; tile += stride) {
+                int tmc, tn;
+                tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_mc(), tiles_n, tmc, tn);
+                const int m0 = (tmc * C::CLUSTER + rank) * C::BM, n0 = tn * C::BN;
+                for (int kt = 0; kt < k_tiles; ++kt, ++q) {
+                    const uint32_t s = q % C::STAGES;
+                    if (q >= C::STAGES) {   // item q - STAGES must have left the slot, here and in the peer
+                        const uint32_t parity = (q / C::STAGES + 1) & 1;
+                        async_copy::mbar_wait(&empty[s], parity);
+                        if (C::CLUSTER > 1) {
+                            tma::arrive_remote(&peer_free[s], rank ^ 1);
+                            async_copy::mbar_wait(&peer_free[s], parity);
+                        }
                     }
+                    copy_item<C>(map_a, map_b, ring + s * C::SLOT_BYTES, &full[s], kt * C::BK, m0, n0, rank);
+                }
             }
-            // This thread's last read of the slot fed the mma.sync just issued, which waited for it.
-            async_copy::mbar_arrive(&empty[q % C::STAGES]);
         }
-        store_fragments<C::MI, 2 * C::NJ, T, true>(acc, (idx_t)tm * C::BM + wm * C::WM, tn * C::BN + wn * C::WN,
-                                                   lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+        __syncwarp();
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
+        const int ctid = tid - 128, lane = ctid % 32, warp = ctid / 32;
+        const int wm = warp / C::WARPS_N, wn = warp % C::WARPS_N;
+        // Fragment addresses in a slot: A as in the cp.async form; B's n16 pair j of this warp lies in box wn.
+        int a_off[C::KK], b_off[C::NJ];
+#pragma unroll
+        for (int kk = 0; kk < C::KK; ++kk) a_off[kk] = swz<C::CPR_A>(wm * C::WM + lane % 16, 2 * kk + lane / 16);
+#pragma unroll
+        for (int j = 0; j < C::NJ; ++j)
+            b_off[j] = C::A_BYTES + wn * C::B_BOX_BYTES + swz<8>(lane % 16, 2 * j + lane / 16);
+        uint32_t af[2][C::MI][4], bf[2][C::NJ][4];
+        auto load_frags = [&](int buf, uint32_t slot, int kk) {
+#pragma unroll
+            for (int i = 0; i < C::MI; ++i) ldsm_x4(af[buf][i], slot + a_off[kk] + i * 16 * C::BK * 2);
+#pragma unroll
+            for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * 128);
+        };
+        auto slot_of = [&](uint32_t q) { return ring + q % C::STAGES * C::SLOT_BYTES; };
+        auto wait_full = [&](uint32_t q) { async_copy::mbar_wait(&full[q % C::STAGES], (q / C::STAGES) & 1); };
+
+        const float alpha = (float)alpha_, beta = (float)beta_;
+        const long long tiles = tiles_mc() * tiles_n;
+        uint32_t q = 0;   // the item computed now
+        for (long long tile = first(); tile < tiles; tile += stride) {
+            int tmc, tn;
+            tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_mc(), tiles_n, tmc, tn);
+            const int tm = tmc * C::CLUSTER + rank;   // may lie past M (odd tiles_m): zeros in, nothing stored
+            float acc[C::MI][2 * C::NJ][4];
+#pragma unroll
+            for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < 2 * C::NJ; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+            wait_full(q);
+            load_frags(0, slot_of(q), 0);
+            for (int kt = 0; kt < k_tiles; ++kt, ++q) {
+                const uint32_t slot = slot_of(q);
+#pragma unroll
+                for (int kk = 0; kk < C::KK; ++kk) {
+                    // The next k-step's fragments: this k-tile's, or (last step) the next k-tile's first.
+                    if (kk + 1 < C::KK) {
+                        load_frags((kk + 1) % 2, slot, kk + 1);
+                    } else if (kt + 1 < k_tiles) {
+                        wait_full(q + 1);
+                        load_frags(0, slot_of(q + 1), 0);
+                    }
+#pragma unroll
+                    for (int i = 0; i < C::MI; ++i)
+#pragma unroll
+                        for (int j = 0; j < C::NJ; ++j) {
+                            Elem<T>::mma(acc[i][2 * j], af[kk % 2][i], bf[kk % 2][j][0], bf[kk % 2][j][1]);
+                            Elem<T>::mma(acc[i][2 * j + 1], af[kk % 2][i], bf[kk % 2][j][2], bf[kk % 2][j][3]);
+                        }
+                }
+                // This thread's last read of the slot fed the mma.sync just issued, which waited for it.
+                async_copy::mbar_arrive(&empty[q % C::STAGES]);
+            }
+            store_fragments<C::MI, 2 * C::NJ, T, true>(acc, (idx_t)tm * C::BM + wm * C::WM, tn * C::BN + wn * C::WN,
+                                                       lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+        }
     }
-    // Neither block of a cluster leaves while the other may still signal its barriers.
+    // Neither block of a cluster leaves while the other may still signal its barriers or write its ring.
     if (C::CLUSTER > 1) tma::cluster_sync();
 }
 
@@ -746,10 +700,10 @@ SWIZZLE_ENTRY(mma_swizzle_bf16, Swizzled, __nv_bfloat16, true, 1)
 SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
 
 // The persistent TMA form: aligned operands only (a tensor map needs 16-byte aligned starts and pitches); the
-// launcher sends other calls to mma_swizzle_*_unaligned.  Dynamic shared memory: TmaCfg::SMEM_BYTES
-// (study/registry.py SWIZZLE_TMA_SMEM).
+// launcher sends other calls to mma_swizzle_*_unaligned.  Dynamic shared memory: the ring, 1024 bytes to align
+// it, and 3 x STAGES mbarriers (study/registry.py SWIZZLE_TMA_SMEM).
 #define SWIZZLE_TMA_ENTRY(NAME, CFG, T)                                                                         \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) __cluster_dims__(CFG::CLUSTER, 1, 1)        \
+    extern "C" __global__ void __launch_bounds__(CFG::ALL_THREADS, 1) __cluster_dims__(CFG::CLUSTER, 1, 1)    \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N,  \
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
         gemm_swizzle_tma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd);                         \
@@ -759,13 +713,11 @@ SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
     SWIZZLE_TMA_ENTRY(NAME##_bf16, CFG, __nv_bfloat16)
 
 #ifdef MMA_EXPLORE
-using X13T_C1 = TmaCfg<256, 4, 1>;   // no cluster: every block fetches its whole B tile
-SWIZZLE_TMA_PAIR(x13t_c1, X13T_C1)
-using X13T_C1W = TmaCfg<256, 4, 1, 3, true>;
-SWIZZLE_TMA_PAIR(x13t_c1w, X13T_C1W)
-using X13T_C2W = TmaCfg<256, 4, 2, 3, true>;
-SWIZZLE_TMA_PAIR(x13t_c2w, X13T_C2W)
+using X13T_C2 = TmaCfg<256, 4, 2>;   // clusters of 2 blocks share B by multicast
+SWIZZLE_TMA_PAIR(x13t_c2, X13T_C2)
+using X13T_S3 = TmaCfg<256, 3, 1>;
+SWIZZLE_TMA_PAIR(x13t_s3, X13T_S3)
 #endif
 
-using SwizzledTma = TmaCfg<256, 4, 2>;   // 8 warps of 64x64; 4 slots of 48 KiB; clusters of 2 blocks share B
+using SwizzledTma = TmaCfg<256, 4, 1>;   // a producer warpgroup + 8 consumer warps of 64x64; 4 slots of 48 KiB
 SWIZZLE_TMA_PAIR(mma_swizzle_tma, SwizzledTma)

@@ -453,8 +453,8 @@ def _swizzle_tma() -> Impl:
     mma.sync, with the ring handed over by mbarriers instead of a block barrier."""
     s = stage("13")
     cp_async = _cuda_tc(f"{s.key}.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM, vec=True)
-    tma = CudaTmaLaunch(cp_async.source, "mma_swizzle_tma_{pair}", (256, 1, 1), (128, 256),
-                        dynamic_smem=SWIZZLE_TMA_SMEM, pairs=cp_async.pairs, cluster=2, unaligned=cp_async)
+    tma = CudaTmaLaunch(cp_async.source, "mma_swizzle_tma_{pair}", (384, 1, 1), (128, 256),
+                        dynamic_smem=SWIZZLE_TMA_SMEM, pairs=cp_async.pairs, cluster=1, unaligned=cp_async)
     return _tc_impl(f"cuda:{s.key}-tma", "cuda", s, HALF_IO, tma, _cuda_sources(tma.source),
                     f"{s.title} (TMA-fed, persistent)")
 

@@ -50,7 +50,7 @@ VARIANTS = {
        for n in ("x13_abl1", "x13_abl2", "x13_abl4", "x13_abl3")},
 }
 # TMA-fed persistent variants of 13 (x13t_*): launched like cuda:13_swizzle-tma, built with MMA_EXPLORE.
-TMA_VARIANTS = {"x13t_c1": (4, 1), "x13t_c1w": (4, 1), "x13t_c2w": (4, 2)}   # name -> (ring slots, cluster size)
+TMA_VARIANTS = {"x13t_c2": (4, 2), "x13t_s3": (3, 1)}   # name -> (ring slots, cluster size)
 REGISTERED = ("cuda:12_mma_ldmatrix", "cuda:13_swizzle", "cuda:13_swizzle-tma")
 
 
