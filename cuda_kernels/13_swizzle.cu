@@ -54,6 +54,32 @@
 //              the 33.5M wavefronts of ldmatrix need exactly 4 per x4), 0 store conflicts; tensor pipe active
 //              81% of cycles (cuBLAS's wgmma kernel nvjet_sm90_hsh_256x128: 95%).
 //
+// The TMA form (cuda:13_swizzle-tma, entries mma_swizzle_tma_*): the same 64x64 warp tiles, swizzle, ldmatrix
+//              and mma.sync, fed differently.  The copy engine (TMA) fills each slot from two tensor maps with its
+//              128-byte swizzle, which is exactly swz<8> above; one thread of a producer warpgroup issues the 5
+//              copies of a k-tile (instead of 12 cp.async per thread) as soon as the slot's empty mbarrier says
+//              all 256 consumer threads have read it, and the consumers wait on the slot's full mbarrier: no
+//              block barrier in the loop.  One block per SM walks the tiles (persistent), so the ring runs on
+//              across tiles and every tile's prologue but the first overlaps the tile before; D is stored from
+//              the registers; setmaxnreg moves registers from the producers (40) to the consumers (232).
+// Why faster:  predicted ~70% of cuBLAS: the ablations above put the copies at ~15% and a bare mma.sync k-loop
+//              with its barriers, prologues and staged epilogues at 72%.
+// Measured:    H200 (1980 MHz max), tools/mma_probe.py as above, run of 3eb42cd (this kernel, unchanged since):
+//                4096^3 fp16 477.8 TFLOP/s, 65.7% of cuBLAS (727.6; the cp.async form 442.3, 60.8%); bf16
+//                  484.3, 64.9% (746.0; cp.async form 448.4), all at 1980 MHz
+//                8192^3 fp16 454.7, 68.2% (666.4; cp.async form 435.3); bf16 459.8, 66.9% (686.9), at 1650-1700
+//                  MHz: at this size the power limit sets the clock
+//              Short of 75% too.  On the way (4096^3 fp16, TFLOP/s): warp 0 of the compute warps as producer,
+//              waiting for the slot at k-step 1, 2 or 3 of each k-tile: 424, 424, 441 (it waited for the slowest
+//              warp); polling without waiting, at every k-step: 294, once per k-tile: 355-359 (a slot found busy
+//              cost a whole k-tile: ncu counted 2.7 long-scoreboard stalls per issue, the cp.async form 0.6);
+//              clusters of 2 blocks along M sharing B by TMA multicast (16 + 16 KiB per block and k-tile from L2
+//              instead of 48): 248-325 with warp 0 producing (a membar per cross-block release), 470 with the
+//              producer warpgroup against 478 without, so L2 bandwidth is not what limits it; 3 slots: 472.
+//              ncu of an earlier form with this shared layout and addressing (4096^3 fp16): 132,518 shared-load
+//              bank conflicts in 33.7M wavefronts (0.4%); no LSU stores (the copy engine's writes are not LSU
+//              traffic).  Edges: the tensor maps read zeros past M, N and K; stores are masked as above.
+//
 // Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
 //              matrix base, so no out-of-range address is formed; a 16-byte chunk that straddles K (A) or N
 //              (B) is loaded element by element and stored with zeros after them (as in stage 12).
