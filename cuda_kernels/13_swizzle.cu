@@ -247,6 +247,7 @@ struct Loader {
     idx_t a_step, b_step, ldb;
     unsigned a_rows_ok;      // bit i: A row t / CPR_A + A_ROWS i exists
     int a_k, b_k, b_cols;    // this thread's k offset in A's and B's tiles; B columns in range (0..8)
+    bool b_full;             // all 8 of them: tested on its own, not as b_cols == 8 (below)
     bool inside;             // the block's tile lies inside M and N: k-tiles inside K need no checks
     uint32_t a_dst, b_dst;   // byte offsets of the first copies in a slot
 
@@ -261,6 +262,10 @@ struct Loader {
         a_src = A + (idx_t)min(m0 + ar, M - 1) * lda + a_k;   // clamped: only ever used for rows that exist
         a_step = (idx_t)C::A_ROWS * lda;
         b_cols = max(0, min(8, N - (n0 + 8 * bc)));
+        // ptxas 13.0 folded b_cols == 8 into the clamp's predicate output (VIMNMX.RELU) and branched on it to
+        // the 16-byte copy on the 1x1x1 call: initcheck caught a 16-byte read of a 2-byte B (stage 09 met the
+        // same).  A separate compare keeps the copy's condition what the source says.
+        b_full = N - (n0 + 8 * bc) >= 8;
         b_src = B + (idx_t)br * ldb + (b_cols ? n0 + 8 * bc : 0);
         b_step = (idx_t)C::B_ROWS * ldb;
         a_dst = swz<C::CPR_A>(ar, ac);
@@ -292,7 +297,7 @@ struct Loader {
             const bool ok = k < K && b_cols > 0;
             const T* src = b_src + (idx_t)kt * C::BK * ldb + I * b_step;
             const uint32_t dst = slot + b_dst + I * C::B_ROWS * C::BN * 2;
-            if (VEC && ok && b_cols == 8) cp16(dst, src);
+            if (VEC && ok && b_full) cp16(dst, src);
             else fill(dst, src, ok ? b_cols : 0);
         }
     }
