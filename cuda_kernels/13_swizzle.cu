@@ -76,9 +76,14 @@
 //              clusters of 2 blocks along M sharing B by TMA multicast (16 + 16 KiB per block and k-tile from L2
 //              instead of 48): 248-325 with warp 0 producing (a membar per cross-block release), 470 with the
 //              producer warpgroup against 478 without, so L2 bandwidth is not what limits it; 3 slots: 472.
-//              ncu of an earlier form with this shared layout and addressing (4096^3 fp16): 132,518 shared-load
-//              bank conflicts in 33.7M wavefronts (0.4%); no LSU stores (the copy engine's writes are not LSU
-//              traffic).  Edges: the tensor maps read zeros past M, N and K; stores are masked as above.
+//              Sweep of e92e8c6 (reports/h200-tc/, cuBLAS timed adjacently): 4096^3 fp16 484.8 (64.9%), bf16
+//              494.0 (64.5%); 8192^3 fp16 459.0 (69.2%), bf16 491.2 (70.4%).
+//              ncu --clock-control none, 4096^3 fp16 (reports/h200-tc/profile.csv): 227,393 shared-load bank
+//              conflicts in 33.8M wavefronts (0.7%), no LSU stores (the copy engine's writes are not LSU
+//              traffic); tensor pipe active 83.8% of cycles (the cp.async form 78.9%, cuBLAS 94.9%).  That is 7.3
+//              active cycles per mma.sync per scheduler, where the register-fed tile above needs 6.4: with the
+//              pipe never idle this kernel would still stop near 585 TFLOP/s, 78% of cuBLAS at 4096^3.
+//              Edges: the tensor maps read zeros past M, N and K; stores are masked as above.
 //
 // Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
 //              matrix base, so no out-of-range address is formed; a 16-byte chunk that straddles K (A) or N
@@ -495,13 +500,15 @@ namespace tma {
 using async_copy::smem_u32;
 
 __device__ __forceinline__ void expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
 // Box (c0, c1) of the tensor map (c0 along the contiguous dimension) -> shared memory at dst; its bytes count
 // toward bar's transaction.  Elements outside the tensor arrive as zeros: the ragged edges of M, N and K.
 __device__ __forceinline__ void load_2d(uint32_t dst, const CUtensorMap& map, int c0, int c1, uint64_t* bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n"
                  :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)) : "memory");
 }
 
@@ -537,7 +544,8 @@ struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     // Registers: 65536 per SM split as 128 x PRODUCER_REGS + 256 x CONSUMER_REGS (setmaxnreg, multiples of 8).
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(128 * PRODUCER_REGS + Base::THREADS * CONSUMER_REGS <= 65536, "register file");
-    static_assert(Base::WN == 64 && Base::KK % 2 == 0 && (CLUSTER_ == 1 || CLUSTER_ == 2), "one B box per warp column");
+    static_assert(Base::WN == 64 && Base::KK % 2 == 0 && (CLUSTER_ == 1 || CLUSTER_ == 2),
+                  "one B box per warp column");
 };
 
 // The copies of one item (a k-tile of a tile): A's box, and this block's share of B's boxes (multicast to the
