@@ -489,7 +489,6 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
     }
 }
 
-
 // ---- the persistent TMA form (mma_swizzle_tma_*) ------------------------------------------------------------
 // The copy engine writes each slot, with the same XOR swizzle: CU_TENSOR_MAP_SWIZZLE_128B stores 16-byte chunk
 // c of a 128-byte row r at chunk c ^ (r % 8) of its 1024-byte group, which is swz<8>.  A's tile is one box of
