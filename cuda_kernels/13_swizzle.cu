@@ -172,6 +172,28 @@ __device__ __forceinline__ int swz(int r, int c) {
     return (r * CPR + (CPR == 4 ? c ^ ((r >> 1) & 3) : c ^ (r & 7))) * 16;
 }
 
+// A warp's fragments for one k-step: MI m16 tiles of A from a_addr (16 rows apart, A_ROW bytes a row) and NJ
+// pairs of B's n8 tiles from b_base + b_off[j]; then the MI x 2 NJ mma.sync of that k-step.
+template <int MI, int NJ, int A_ROW>
+__device__ __forceinline__ void load_fragments(uint32_t (&af)[MI][4], uint32_t (&bf)[NJ][4], uint32_t a_addr,
+                                               uint32_t b_base, const int (&b_off)[NJ]) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i) ldsm_x4(af[i], a_addr + i * 16 * A_ROW);
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) ldsm_x4_trans(bf[j], b_base + b_off[j]);
+}
+template <class T, int MI, int NJ>
+__device__ __forceinline__ void mma_step(float (&acc)[MI][2 * NJ][4], const uint32_t (&af)[MI][4],
+                                         const uint32_t (&bf)[NJ][4]) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            Elem<T>::mma(acc[i][2 * j], af[i], bf[j][0], bf[j][1]);
+            Elem<T>::mma(acc[i][2 * j + 1], af[i], bf[j][2], bf[j][3]);
+        }
+}
+
 // Tile number pid of a grid_m x grid_n grid of D's tiles -> (tm, tn): consecutive numbers walk down GROUP_M
 // tile-rows before moving right, so the tiles in flight at once share few A row-panels and B column-panels.
 template <int GROUP_M>
@@ -374,10 +396,7 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
 
     uint32_t af[2][C::MI][4], bf[2][C::NJ][4];
     auto load_frags = [&](int buf, uint32_t slot, int kk) {
-#pragma unroll
-        for (int i = 0; i < C::MI; ++i) ldsm_x4(af[buf][i], slot + a_off[kk] + i * 16 * C::BK * 2);
-#pragma unroll
-        for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * C::BN * 2);
+        load_fragments<C::MI, C::NJ, C::BK * 2>(af[buf], bf[buf], slot + a_off[kk], slot + kk * 16 * C::BN * 2, b_off);
     };
 
     // Prologue: STAGES-1 k-tiles in flight.  Every k-tile commits one group (empty past the end), so
@@ -409,13 +428,7 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
             if (!(C::ABL & 2)) load_frags((kk + 1) % 2, rslot, (kk + 1) % C::KK);
             if (!(C::ABL & 1) && VEC && kk < C::PARTS && fill)
                 loader.template part_at<0, decltype(fast)::value>(kk, wslot, K, kc);
-#pragma unroll
-            for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-                for (int j = 0; j < C::NJ; ++j) {
-                    Elem<T>::mma(acc[i][2 * j], af[kk % 2][i], bf[kk % 2][j][0], bf[kk % 2][j][1]);
-                    Elem<T>::mma(acc[i][2 * j + 1], af[kk % 2][i], bf[kk % 2][j][2], bf[kk % 2][j][3]);
-                }
+            mma_step<T>(acc, af[kk % 2], bf[kk % 2]);
             if (kk == C::KK - 2) {
                 async_copy::commit();
                 // One barrier per k-tile: k-tile kt+1 is visible to all, and every warp has read its last
@@ -641,11 +654,8 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
         for (int j = 0; j < C::NJ; ++j)
             b_off[j] = C::A_BYTES + wn * C::B_BOX_BYTES + swz<8>(lane % 16, 2 * j + lane / 16);
         uint32_t af[2][C::MI][4], bf[2][C::NJ][4];
-        auto load_frags = [&](int buf, uint32_t slot, int kk) {
-#pragma unroll
-            for (int i = 0; i < C::MI; ++i) ldsm_x4(af[buf][i], slot + a_off[kk] + i * 16 * C::BK * 2);
-#pragma unroll
-            for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[buf][j], slot + b_off[j] + kk * 16 * 128);
+        auto load_frags = [&](int buf, uint32_t slot, int kk) {   // B's box rows are 128 bytes
+            load_fragments<C::MI, C::NJ, C::BK * 2>(af[buf], bf[buf], slot + a_off[kk], slot + kk * 16 * 128, b_off);
         };
         auto slot_of = [&](uint32_t q) { return ring + q % C::STAGES * C::SLOT_BYTES; };
         auto wait_full = [&](uint32_t q) { async_copy::mbar_wait(&full[q % C::STAGES], (q / C::STAGES) & 1); };
@@ -677,13 +687,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
                         wait_full(q + 1);
                         load_frags(0, slot_of(q + 1), 0);
                     }
-#pragma unroll
-                    for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-                        for (int j = 0; j < C::NJ; ++j) {
-                            Elem<T>::mma(acc[i][2 * j], af[kk % 2][i], bf[kk % 2][j][0], bf[kk % 2][j][1]);
-                            Elem<T>::mma(acc[i][2 * j + 1], af[kk % 2][i], bf[kk % 2][j][2], bf[kk % 2][j][3]);
-                        }
+                    mma_step<T>(acc, af[kk % 2], bf[kk % 2]);
                 }
                 // This thread's last read of the slot fed the mma.sync just issued, which waited for it.
                 async_copy::mbar_arrive(&empty[q % C::STAGES]);
