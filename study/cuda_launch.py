@@ -94,7 +94,6 @@ def kernel(source: str, entry: str, device: torch.device, max_dynamic_smem: int 
     return _load(str(source), entry, _index(device), max_dynamic_smem, tuple(flags))
 
 
-# Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
 _resident: dict[tuple, int] = {}
 
 
@@ -117,6 +116,7 @@ def resident_blocks(k: LoadedKernel, block: tuple[int, int, int], smem: int, clu
     return _resident[key]
 
 
+# Python value -> ctypes type, by the kernel's C signature.  Pointers are passed as c_void_p of data_ptr().
 # "tmap": a CUtensorMap (tensor_map_2d), passed by value: cuda.bindings copies the 128 bytes behind its getPtr().
 CTYPES = {"int": ctypes.c_int, "i64": ctypes.c_longlong, "float": ctypes.c_float, "double": ctypes.c_double,
           "ptr": ctypes.c_void_p, "tmap": None}

@@ -448,13 +448,16 @@ def _half_stage(number: str, cuda: CudaTypedLaunch | CudaDispatch, triton_uses: 
     ]
 
 
+# Stage 13's cp.async kernel: the registered stage, and the TMA form's path for unaligned operands.
+SWIZZLE = _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM, vec=True)
+
+
 def _swizzle_tma() -> Impl:
     """Stage 13's kernel fed by the copy engine (TMA) in a persistent grid: the same swizzle, ldmatrix and
     mma.sync, with the ring handed over by mbarriers instead of a block barrier."""
     s = stage("13")
-    cp_async = _cuda_tc(f"{s.key}.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM, vec=True)
-    tma = CudaTmaLaunch(cp_async.source, "mma_swizzle_tma_{pair}", (384, 1, 1), (128, 256),
-                        dynamic_smem=SWIZZLE_TMA_SMEM, pairs=cp_async.pairs, cluster=1, unaligned=cp_async)
+    tma = CudaTmaLaunch(SWIZZLE.source, "mma_swizzle_tma_{pair}", (384, 1, 1), (128, 256),
+                        dynamic_smem=SWIZZLE_TMA_SMEM, pairs=SWIZZLE.pairs, cluster=1, unaligned=SWIZZLE)
     return _tc_impl(f"cuda:{s.key}-tma", "cuda", s, HALF_IO, tma, _cuda_sources(tma.source),
                     f"{s.title} (TMA-fed, persistent)")
 
@@ -522,8 +525,7 @@ _IMPLS: list[Impl] = [
     # Triton and Gluon 12 run stage 11's kernel, compiled or launched differently (their files say why).
     *_half_stage("12", _cuda_tc("12_mma_ldmatrix.cu", "mma_{pair}", HALF_IO, 256, (128, 128), MMA_SMEM, vec=True),
                  triton_uses=("11_wmma_async",), gluon_uses=("11_wmma_async",)),
-    *_half_stage("13", _cuda_tc("13_swizzle.cu", "mma_swizzle_{pair}", HALF_IO, 256, (128, 256), SWIZZLE_SMEM,
-                                vec=True), gluon_uses=("11_wmma_async",)),
+    *_half_stage("13", SWIZZLE, gluon_uses=("11_wmma_async",)),
     _swizzle_tma(),
     *_tcec_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
