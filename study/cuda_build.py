@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", default=DEFAULT_ARCH, help="sm_XX target without 'sm_' (default 90a)")
     args = ap.parse_args(argv)
     bad = 0
+    from concurrent.futures import ThreadPoolExecutor
+    sources = sorted({src for src, _, _ in registry.cuda_sources()})
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:      # nvcc processes side by side
+        list(pool.map(lambda s: build(s, args.arch), sources))
     for src, entry, spills_ok in registry.cuda_sources():
         r = build(src, args.arch).resources[entry]
         flag = "" if not r.spills or spills_ok else "   <-- SPILLS"

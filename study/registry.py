@@ -12,7 +12,6 @@ stage means adding its two source files and one `_stage(...)` line below.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 from dataclasses import dataclass, field
@@ -65,6 +64,10 @@ class CudaLaunch:
             return self.unaligned_entry
         return self.entry
 
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        """The entries a call on `p` launches on a GPU of `sms` SMs (what the GPU suite must reach)."""
+        return (self.entry_for(p),)
+
     def __call__(self, name: str, p) -> None:
         self._launch(name, p, self.entry_for(p), 1, [])
 
@@ -94,15 +97,18 @@ class CudaBatchedLaunch(CudaLaunch):
     def __call__(self, name: str, p) -> None:
         self._launch(name, p, self.entry_for(p), 1, [("i64", 0)] * 4)
 
-    def batched(self, impl, a, b):
-        """D[i] = A[i] @ B[i] in one launch; A: BxMxK, B: BxKxN, both contiguous."""
+    def batched(self, impl, a, b, out=None):
+        """D[i] = A[i] @ B[i] in one launch; A: BxMxK, B: BxKxN, D (allocated if None): BxMxN, all contiguous."""
         import torch
         from .contract import validate
-        if not (a.is_contiguous() and b.is_contiguous()):
+        if out is None:
+            out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
+        if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
             raise ValueError(f"{impl.name}: batched operands must be contiguous")
+        if tuple(out.shape) != (a.shape[0], a.shape[1], b.shape[2]) or out.dtype != a.dtype:
+            raise ValueError(f"{impl.name}: batched out must be {(a.shape[0], a.shape[1], b.shape[2])} {a.dtype}")
         if not 1 <= a.shape[0] <= 65535:
             raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds grid.z <= 65535")
-        out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
         p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
         strides = [t.stride(0) for t in (a, b, out, out)]
         vec = self.entry_for(p) == self.entry and all(s % 4 == 0 for s in strides)   # every matrix 16-byte aligned
@@ -122,6 +128,9 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
 
     def entries(self) -> tuple[str, ...]:
         return (*super().entries(), self.split_entry)
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        return (self.split_entry, *super().plan(p, sms))
 
     def _launch(self, name: str, p, entry: str, depth: int, extra: list) -> None:
         import torch
@@ -170,6 +179,9 @@ class CudaTmaLaunch(CudaTypedLaunch):
     b_box: tuple[int, int] = (64, 64)
     cluster: int = 1
     unaligned: CudaTypedLaunch | None = None
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        return self.unaligned.plan(p, sms) if not _all_aligned16(p) else (self.entry_for(p),)
 
     def __call__(self, name: str, p) -> None:
         if not _all_aligned16(p):
@@ -220,6 +232,26 @@ class CudaDispatch:
             if -(-M // c.tile[0]) * -(-N // c.tile[1]) >= sms:
                 return c
         return self.choices[-1]
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        return self.pick(*p.mnk[:2], sms).plan(p, sms)
+
+    def shapes(self, sms: int) -> list[tuple[int, int]]:
+        """One M x N per choice that picks it on a GPU of `sms` SMs, ragged in both (the GPU suite and the
+        sanitizer run every choice, not only the one the usual test sizes give)."""
+        out = []
+        root = max(1, round(sms ** 0.5))
+        for c in self.choices:
+            bm, bn = c.tile
+            for rows in sorted(range(1, 4 * root), key=lambda r: abs(r - root)):
+                cols = -(-sms // rows)              # rows x cols tiles of this choice: at least one per SM
+                M, N = max(1, rows * bm - 37), max(1, cols * bn - 61)
+                if self.pick(M, N, sms) is c:
+                    break
+            else:
+                raise ValueError(f"no ragged shape picks the {c.tile} tile on {sms} SMs")
+            out.append((M, N))
+        return out
 
     def __call__(self, name: str, p) -> None:
         from .cuda_launch import sm_count
@@ -291,16 +323,20 @@ class Impl:
                      allow_cpu=self.backend == "triton" and _interpreting())   # Gluon has no interpreter
         return (lambda: self.launch(self.name, p)), p.out
 
-    def batched(self, a, b):
-        """D[i] = A[i] @ B[i] for a batch (A: BxMxK, B: BxKxN, contiguous): seed 002's Figure 8 workload.  A
-        launcher with a batched grid (`launch.batched`) runs it as one launch; any other runs one GEMM per
-        matrix, checked like every call."""
+    def batched(self, a, b, out=None):
+        """D[i] = A[i] @ B[i] for a batch (A: BxMxK, B: BxKxN, contiguous; D into `out` if given): seed 002's
+        Figure 8 workload.  A launcher with a batched grid (`launch.batched`) runs it as one launch; any other
+        runs one GEMM per matrix, checked like every call."""
         import torch
         if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:
             raise ValueError(f"{self.name}: batched needs BxMxK and BxKxN, got {tuple(a.shape)} and {tuple(b.shape)}")
         if hasattr(self.launch, "batched"):
-            return self.launch.batched(self, a, b)
-        return torch.stack([self(x, y) for x, y in zip(a, b)])
+            return self.launch.batched(self, a, b, out)
+        if out is None:
+            return torch.stack([self(x, y) for x, y in zip(a, b)])
+        for x, y, o in zip(a, b, out):
+            self(x, y, out=o)
+        return out
 
     @property
     def stage_label(self) -> str:
@@ -312,14 +348,6 @@ class Impl:
     def resources(self) -> dict | None:
         """Registers, shared memory and spills: from ptxas (CUDA) or the last compiled kernel (Triton)."""
         return self.launch.resources()
-
-    def source_sha256(self) -> str:
-        """What GPU evidence is keyed by: the kernel's source files and its launch declaration."""
-        h = hashlib.sha256()
-        for p in self.sources:
-            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
-        h.update(repr(self.launch).encode())
-        return h.hexdigest()
 
 
 def _cuda_sources(name: str) -> tuple[Path, ...]:
@@ -359,6 +387,8 @@ def _simt(source: str, entry: str, tile: int | tuple[int, int], threads: int, sm
     return CudaLaunch(source, entry, (threads, 1, 1), tile if isinstance(tile, tuple) else (tile, tile),
                       dynamic_smem=smem, unaligned_entry=f"{entry}_unaligned" if vec else "")
 
+
+DISPATCH_K = 67     # K of the calls that reach each tile of a dispatch (tests, sanitizer): three k-tiles of 32, ragged
 
 # Dynamic shared memory of the pipelined stages (bytes), as their .cu files size their rings.
 CP_ASYNC_SMEM = 4 * (128 * 8 + 8 * 128) * 4          # 4 stages of a 128x8 A tile and an 8x128 B tile
@@ -578,6 +608,20 @@ def cuda_launches(impl: Impl) -> tuple[CudaLaunch, ...]:
     launches = impl.launch.choices if isinstance(impl.launch, CudaDispatch) else (impl.launch,)
     launches += tuple(c.unaligned for c in launches if getattr(c, "unaligned", None))
     return tuple(c for c in launches if isinstance(c, CudaLaunch))
+
+
+def reachable_entries(impl: Impl) -> set[str]:
+    """Every CUDA entry a call of `impl` can launch: each launch's entries, and of a fallback launch (a TMA
+    form's, taken only for unaligned operands) its unaligned entries only."""
+    out: set[str] = set()
+    launches = impl.launch.choices if isinstance(impl.launch, CudaDispatch) else (impl.launch,)
+    for c in launches:
+        if isinstance(c, CudaLaunch):
+            out |= set(c.entries())
+        fallback = getattr(c, "unaligned", None)
+        if fallback is not None:
+            out |= {e for e in fallback.entries() if e.endswith("_unaligned") or e == fallback.unaligned_entry}
+    return out
 
 
 def cuda_sources() -> list[tuple[Path, str, bool]]:

@@ -2,17 +2,20 @@
 
     python -m study.sanitize [--evidence reports/gpu-evidence.json] [--tools memcheck,racecheck,synccheck,initcheck]
 
-A child process calls every CUDA implementation, in every dtype (and layout) it declares, on the shapes in
-`SHAPES` (1, 33, 257 and a non-square one), with beta != 0 so that C is read, plus once through unaligned
-views (the `_unaligned` entries).  Each tool runs the child once, with host API errors off
+A child process makes every call `calls` lists: every CUDA implementation, in every dtype and operand layout it
+declares, on the shapes in `SHAPES` (1, 33, 257 and a non-square one), on several tiles per block for a
+persistent launch and on each tile a dispatch can pick, with beta != 0 so that C is read, and again through
+unaligned views (the `_unaligned` entries), with torch's caching allocator off.  Each tool runs the child once,
+with host API errors off
 (`--report-api-errors no`: cuda-bindings probes driver entry points through cuGetProcAddress, and those
 failed probes are not the kernels').  Errors are attributed to the implementation that was running (the
 child prints a marker after each one); anything reported in a kernel that is not the study's (torch's own)
 is kept as "other".
 
 The records land in gpu-evidence.json under "sanitizer", keyed like the equivalence records by the
-implementation's source hash, and tests/test_evidence.py fails a CUDA kernel without a clean record for its
-current source.
+implementation's key (study/evidence.py) and this file's own code, with each tool's total, its "other" count
+and its exit status.  Any error anywhere, in a study kernel or not, makes no record clean, and
+tests/test_evidence.py fails a CUDA kernel without a clean record for its current key.
 """
 from __future__ import annotations
 
@@ -43,6 +46,41 @@ def _entries(impl) -> set[str]:
     return {e for c in cuda_launches(impl) for e in c.entries()}
 
 
+def calls(impl, sms: int, device):
+    """Every call the sanitizer makes of `impl`, as (what, A, B, Inputs, alpha, beta): each dtype on SHAPES with
+    C read; at M = 33 each operand layout the implementation declares; a persistent launch on several tiles per
+    block; each tile a dispatch can pick; and unaligned views (the `_unaligned` twins) in every case that has
+    an aligned one.  tests/test_coverage.py proves on the CPU that these reach every entry."""
+    import torch
+
+    from .contract import DTYPES
+    from .registry import DISPATCH_K
+    from .verify import make_inputs, pitched16
+    layouts = ("rc", "cr", "cc") if "col-major" in impl.layouts else ()
+    for dtype in impl.dtypes:
+        ints = not DTYPES[dtype].is_floating_point
+        alpha, beta = (2.0, 3.0) if ints else (1.5, 0.5)
+        # A persistent launch also gets several tiles per block (K = 65: two k-tiles each, so the ring wraps).
+        many = getattr(impl.launch, "many_tiles", None)
+        shapes = list(SHAPES) + ([(*many(sms), 65)] if many else [])
+        dispatch = [(M, N, DISPATCH_K) for M, N in getattr(impl.launch, "shapes", lambda s: [])(sms)]
+        for M, N, K in shapes + dispatch:
+            x = make_inputs(M, N, K, dtype, device, alpha, beta, impl.out_dtypes.get(dtype))
+            if (M, N, K) in dispatch:     # 16-byte aligned rows, so that the tile's vector entry runs
+                x.a, x.b, x.c, x.out = (pitched16(t) for t in (x.a, x.b, x.c, x.out))
+            yield f"{dtype} {M}x{N}x{K}", x.a, x.b, x, alpha, beta
+            if M == 33:
+                for ab in layouts:
+                    a = x.a.t().contiguous().t() if ab[0] == "c" else x.a
+                    b = x.b.t().contiguous().t() if ab[1] == "c" else x.b
+                    yield f"{dtype} {M}x{N}x{K} {ab}", a, b, x, alpha, beta
+            if M > 1:   # unaligned views: storage offset 1, odd pitch
+                rows, cols = x.a.shape
+                a = torch.empty(rows * (cols + 2) + 1, dtype=x.a.dtype, device=device)[1:].view(rows, cols + 2)[:, :cols]
+                a.copy_(x.a)
+                yield f"{dtype} {M}x{N}x{K} unaligned A", a, x.b, x, alpha, beta
+
+
 def call(impl, what: str, a, b, x, alpha: float, beta: float) -> None:
     """One call, synchronized, so that a report printed before the next "CALL" line is this call's."""
     import torch
@@ -53,27 +91,10 @@ def call(impl, what: str, a, b, x, alpha: float, beta: float) -> None:
 
 def child(only: str = "") -> None:
     import torch
-
-    from .contract import DTYPES
-    from .verify import make_inputs
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for impl in cuda_impls(only):
-        for dtype in impl.dtypes:
-            ints = not DTYPES[dtype].is_floating_point
-            alpha, beta = (2.0, 3.0) if ints else (1.5, 0.5)
-            # A persistent launch also gets several tiles per block (K = 65: two k-tiles each, so the ring wraps).
-            many = getattr(impl.launch, "many_tiles", None)
-            extra = ((*many(torch.cuda.get_device_properties(0).multi_processor_count), 65),) if many else ()
-            for M, N, K in SHAPES + extra:
-                x = make_inputs(M, N, K, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
-                call(impl, f"{dtype} {M}x{N}x{K}", x.a, x.b, x, alpha, beta)
-                if "col-major" in impl.layouts and M == 33:
-                    call(impl, f"{dtype} {M}x{N}x{K} col-major", x.a.t().contiguous().t(), x.b.t().contiguous().t(),
-                         x, alpha, beta)
-            # Unaligned views: storage offset 1, odd pitch (the `_unaligned` twins).
-            x = make_inputs(45, 37, 67, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
-            a = torch.empty(45 * 69 + 1, dtype=x.a.dtype, device="cuda")[1:].view(45, 69)[:, :67]
-            a.copy_(x.a)
-            call(impl, f"{dtype} 45x37x67 unaligned A", a, x.b, x, alpha, beta)
+        for args in calls(impl, sms, "cuda"):
+            call(impl, *args)
         print("SANITIZED", impl.name, flush=True)
 
 
@@ -121,7 +142,10 @@ def run_tool(tool: str, sanitizer: str, only: str) -> tuple[str, int, str]:
     # printed or recognised.
     cmd = [sanitizer, "--tool", tool, "--report-api-errors", "no", "--print-limit", "200", "--error-exitcode", "86",
            sys.executable, "-m", "study.sanitize", "--child", "--impls", only]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    # torch's caching allocator off: every tensor is its own cudaMalloc, so an access past an operand's end
+    # lands outside any allocation, where memcheck sees it (inside torch's cached slab it would not).
+    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     return tool, proc.returncode, proc.stdout + proc.stderr
 
 
@@ -147,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         results = list(pool.map(lambda t: run_tool(t, os.environ.get("COMPUTE_SANITIZER", "compute-sanitizer"),
                                                    args.impls), tools))
     counts: dict[str, dict[str, int | None]] = {i.name: {} for i in impls}
+    totals: dict[str, dict] = {}
     status = 0
     for tool, rc, out in results:
         if args.log_dir:
@@ -160,12 +185,17 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(done)}/{len(impls)} implementations ran", flush=True)
         for i in impls:
             counts[i.name][tool] = per.get(i.name, 0) if i.name in done and total is not None else None
+        totals[tool] = {"errors": total, "other": per.get("other", 0), "exit": rc,
+                        "implementations_reached": len(done)}
         if total is None:
             print(f"  {tool}: no summary line found; its output ends:\n    " + "\n    ".join(out.splitlines()[-6:]))
         if per.get("other"):
             print(f"  {tool}: {per['other']} errors outside the study's kernels (see the log)")
         status |= rc != 0
-    evidence.record_sanitizer(args.evidence, counts, torch.cuda.get_device_name(), git_commit(), SHAPES)
+    listed: dict[str, list[str]] = {}
+    for name, what in re.findall(r"^CALL (\S+) (.*)$", results[0][2], re.M):   # what the child called
+        listed.setdefault(name, []).append(what)
+    evidence.record_sanitizer(args.evidence, counts, totals, git_commit(), listed)
     return status
 
 

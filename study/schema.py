@@ -31,6 +31,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "sm_clock_mhz",   # mean SM clock sampled by NVML while this row was timed
     "gpu",
     "commit",
+    "impl_key",       # the implementation's evidence key when measured (study/evidence.py): a row whose key is not
+                      # the current one is stale (python -m study.evidence --stale)
 )
 
 # Precision -> largest relative Frobenius error accepted.  True fp32 FMA over K <= 16384 lands near
@@ -54,4 +56,27 @@ TOLERANCE: dict[str, float] = {
     "tf32x3": 2e-5,
     "fp16x3-markidis": 1e-4,
     "fp16-inputs": 2e-3,
+}
+
+# Precision -> (u_in, u_acc): the per-element error model beside TOLERANCE (study.verify.element_bound).
+# u_in is the unit roundoff of what the method does to its inputs before multiplying (0 where the products are
+# exact: fp16 and bf16 operands, fp32 FMA); u_acc that of its running sum.  An element may be off by
+# ELEMENT_SIGMAS * (u_in + u_acc * sqrt(K)) times the l2 norm of its terms, plus the output's own rounding.
+# Independent rounding errors add like that norm (a sum of K of them grows like sqrt(K)); 8 is far past the
+# largest of 2^28 Gaussian draws (~6 sigma).  u_acc is 2^-23, not 2^-24: tensor-core accumulators truncate.
+ELEMENT_SIGMAS = 8.0
+ELEMENT_MODEL: dict[str, tuple[float, float]] = {
+    "fp32": (0.0, 2**-23),
+    "tf32": (2**-10, 2**-23),            # inputs cut to 10 explicit mantissa bits (by truncation, on some paths)
+    "fp16/fp32acc": (0.0, 2**-23),
+    "fp16": (0.0, 2**-11),
+    "bf16/fp32acc": (0.0, 2**-23),
+    "fp16/fp16acc": (0.0, 2**-11),       # the running sum itself is fp16
+    "fp64": (0.0, 2**-52),
+    "int8/int32acc": (0.0, 0.0),         # exact
+    "uint8/int32acc": (0.0, 0.0),
+    "fp16x3-tcec": (2**-21, 2**-23),     # hi + lo keep 22 bits of each input
+    "tf32x3": (2**-21, 2**-23),
+    "fp16x3-markidis": (2**-14, 2**-23), # unscaled lo goes subnormal in fp16 for small inputs
+    "fp16-inputs": (2**-11, 2**-23),
 }

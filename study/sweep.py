@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         print("measuring ceilings ...", flush=True)
         ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
 
+    from .evidence import Keys
+    keys = Keys(impls)                 # what each row measured: a later change to the code makes the row stale
     results = ResultsFile(args.out / "results.csv", args.resume)
     groups = list(plan(impls, shapes, dtypes))
     t0, measured = time.time(), []
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                     row = results.done[key]
                 else:
                     row = runner.measure(impl, dtype, M, N, K, args.alpha, args.beta, shape_set, base)
+                    row["impl_key"] = keys.key(impl.name)
                     results.write(row)
                     measured.append(row)
                 if impl.backend == "cublas":

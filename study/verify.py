@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from .contract import DTYPES
-from .schema import TOLERANCE
+from .schema import ELEMENT_MODEL, ELEMENT_SIGMAS, TOLERANCE
 
 
 @dataclass
@@ -49,6 +49,18 @@ def make_inputs(M: int, N: int, K: int, dtype: str, device, alpha=1.0, beta=0.0,
     return Inputs(a, b, c, out, float(alpha), float(beta), seed)
 
 
+def pitched16(t: torch.Tensor) -> torch.Tensor:
+    """A copy of the row-major `t` whose rows start on 16-byte boundaries (the pitch rounded up, the padding
+    NaN or -1): ragged sizes with operands that a 16-byte vector path may take."""
+    rows, cols = t.shape
+    per = max(1, 16 // t.element_size())
+    fill = float("nan") if t.is_floating_point() else -1
+    buf = torch.full((rows, -(-cols // per) * per), fill, device=t.device, dtype=t.dtype)
+    view = buf[:, :cols]
+    view.copy_(t)
+    return view
+
+
 def reference(x: Inputs) -> torch.Tensor:
     ref = x.alpha * (x.a.double() @ x.b.double())
     if x.beta != 0:
@@ -64,35 +76,61 @@ class Verdict:
     error: str
 
 
-def reference_scale(x: Inputs) -> torch.Tensor:
-    """|alpha| |A| |B| + |beta| |C| in float64: the size of the terms each element of D is summed from."""
-    scale = abs(x.alpha) * (x.a.double().abs() @ x.b.double().abs())
+def reference_terms(x: Inputs) -> torch.Tensor:
+    """Per element of D, the l2 norm of the terms it is summed from: sqrt(sum_k (alpha a_ik b_kj)^2 + (beta c_ij)^2),
+    in float64.  Rounding errors of independent terms add like this norm, and it does not cancel as D can."""
+    sq = (x.alpha ** 2) * (x.a.double().square() @ x.b.double().square())
     if x.beta != 0:
-        scale += abs(x.beta) * x.c.double().abs()
-    return scale
+        sq += (x.beta ** 2) * x.c.double().square()
+    return sq.sqrt()
 
 
-def judge(out: torch.Tensor, ref: torch.Tensor, precision: str, scale=None) -> Verdict:
-    """Relative Frobenius error against float64; NaN anywhere (an unwritten element included) fails.
+_UNIT = {torch.float32: 2**-24, torch.float16: 2**-11, torch.bfloat16: 2**-8, torch.float64: 2**-53}
+_HALF_SUBNORMAL = {torch.float32: 2.0**-150, torch.float16: 2.0**-25, torch.bfloat16: 2.0**-134, torch.float64: 0.0}
 
-    A precision that rounds its inputs (fp16, tf32) errs in proportion to the terms, not to their sum, so
-    where beta C nearly cancels alpha A B (a 1x1x1 product, say) its relative error has no bound.  Such a
-    result also passes if every element is within tol of the size of its terms, `scale()` (the componentwise
-    bound of GEMM error analysis): still far below what a wrong index or a lost product would give."""
+
+def element_bound(precision: str, terms: torch.Tensor, ref: torch.Tensor, k: int, out_dtype) -> torch.Tensor:
+    """How far each element of D may be from the float64 reference (schema.ELEMENT_MODEL):
+    SIGMAS * (u_in + u_acc * sqrt(K)) * terms + u_out * |ref| (+ half the output's smallest subnormal), with
+    u_out the output dtype's unit roundoff: its round-to-nearest error.  Integer precisions must match exactly."""
+    if precision not in ELEMENT_MODEL:
+        raise KeyError(f"no per-element error model for precision {precision!r} in study/schema.py")
+    u_in, u_acc = ELEMENT_MODEL[precision]
+    u_out = _UNIT.get(out_dtype, 0.0)
+    return (ELEMENT_SIGMAS * (u_in + u_acc * math.sqrt(k)) * terms + 1.01 * u_out * ref.abs()
+            + _HALF_SUBNORMAL.get(out_dtype, 0.0))
+
+
+def judge(out: torch.Tensor, ref: torch.Tensor, precision: str, terms=None, k: int | None = None) -> Verdict:
+    """D against the float64 reference.  NaN or inf anywhere (an unwritten element included) fails; then:
+
+    * the relative Frobenius error must be within the precision's tolerance (schema.TOLERANCE);
+    * with `terms` (a callable giving reference_terms) and K, every element must be within its own bound
+      (element_bound), so that one wrong element fails as well as a wrong matrix;
+    * where the terms cancel (||ref|| < ||terms|| / 16: a 1x1x1 product with beta C close to -alpha A B, say),
+      a relative error says nothing, and only the per-element bound, at the label's own precision, decides.
+      There is no looser fallback: TF32 posing as fp32 fails every shape."""
     tol = TOLERANCE[precision]
     d = out.double()
     bad = int((~torch.isfinite(d)).sum())
-    denom = float(ref.norm())
-    relerr = float((d - ref).norm()) / denom if denom > 0 else float((d - ref).norm())
     if bad:
         return Verdict(math.nan, tol, False, f"{bad} of {d.numel()} elements are NaN/inf (unwritten or corrupt)")
-    if not relerr <= tol:
-        if scale is not None:
-            err = (d - ref).abs()
-            s = scale()
-            worst = float(torch.where(s > 0, err / s.clamp_min(1e-300), err * math.inf).nan_to_num(0.0).max())
-            if worst <= tol:
-                return Verdict(relerr, tol, True, "")
+    diff = d - ref
+    denom = float(ref.norm())
+    relerr = float(diff.norm()) / denom if denom > 0 else float(diff.norm())
+    cancels = False
+    if terms is not None:
+        t = terms()
+        cancels = denom < float(t.norm()) / 16
+        bound = element_bound(precision, t, ref, k or 1, out.dtype)
+        over = diff.abs() > bound
+        if bool(over.any()):
+            i, j = divmod(int((diff.abs() - bound).argmax()), d.shape[1])
+            return Verdict(relerr, tol, False,
+                           f"{int(over.sum())} of {d.numel()} elements outside their {precision} bound; worst "
+                           f"({i}, {j}): got {float(d[i, j]):.6g}, want {float(ref[i, j]):.6g}, "
+                           f"bound {float(bound[i, j]):.3g}")
+    if not relerr <= tol and not cancels:
         return Verdict(relerr, tol, False, f"relerr {relerr:.3e} > tol {tol:.1e} for {precision}")
     return Verdict(relerr, tol, True, "")
 
@@ -103,7 +141,7 @@ def run_and_judge(impl, dtype: str, x: Inputs) -> Verdict:
     impl(x.a, x.b, x.c, alpha=x.alpha, beta=x.beta, out=x.out)
     if x.out.is_cuda:
         torch.cuda.synchronize(x.out.device)   # surfaces asynchronous launch errors here, not later
-    v = judge(x.out, reference(x), impl.precision(dtype), scale=lambda: reference_scale(x))
+    v = judge(x.out, reference(x), impl.precision(dtype), terms=lambda: reference_terms(x), k=x.a.shape[1])
     for label, t0, t1 in zip("ABC", before, (x.a, x.b, x.c)):
         same_nans = torch.equal(t0.isnan(), t1.isnan()) if t0.is_floating_point() else True
         if not same_nans or not torch.equal(t0.nan_to_num(0.0), t1.nan_to_num(0.0)):

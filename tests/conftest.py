@@ -3,11 +3,12 @@
 * Without a CUDA GPU, Triton runs under its interpreter (TRITON_INTERPRET=1 must be set before any
   triton_kernels module is imported, which is why it is set here, at collection).
 * `@pytest.mark.gpu` tests are skipped without a GPU; with `--write-evidence PATH` a GPU run records, per
-  implementation, the SHA-256 of its sources and whether every one of its tests passed (see study/evidence.py).
+  implementation, its key (what runs and how it is judged) and whether every one of its tests passed (see
+  study/evidence.py).
   The tally is kept from the test reports (`pytest_runtest_logreport`), so it also works under pytest-xdist,
   where the reports of every worker reach the controller.
 * `--stale-only` (with `--write-evidence`) runs the GPU tests of only those implementations whose current
-  source has no passing record yet: the others are deselected.
+  key has no passing record yet: the others are deselected.
 """
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ def pytest_collection_modifyitems(config, items):
         path = config.getoption("--write-evidence")
         if config.getoption("--stale-only") and path:
             from study import evidence, registry
-            fresh = {i.name for i in registry.implementations() if evidence.passing(path, i, full[i.name])}
+            keys = evidence.Keys()
+            fresh = {i.name for i in registry.implementations()
+                     if evidence.passing(path, i.name, keys.key(i.name), full[i.name])}
             keep = [it for it in items if _impl_of(it) not in fresh]
             config.hook.pytest_deselected(items=[it for it in items if _impl_of(it) in fresh])
             items[:] = keep

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import study
+from study.registry import DISPATCH_K  # noqa: F401 - the suite's K for dispatch shapes, shared with the sanitizer
 
 
 def impl_dtypes(backends=None, marks_for=None, only=None, dtype_filter=None):
@@ -24,6 +25,16 @@ def impl_dtypes(backends=None, marks_for=None, only=None, dtype_filter=None):
 # (alpha, beta): the default; a general case with C read; a negative alpha with beta = 1.
 ALPHA_BETA = [(1.0, 0.0), (2.5, -0.75), (-1.0, 1.0)]
 
+# The GPU suite's shapes (tests/test_gpu_equivalence.py), here so that the CPU coverage test
+# (tests/test_coverage.py) walks the very calls the suite makes.  Ragged on purpose: none divides a tile.
+SHAPES = [(n, n, n) for n in (1, 7, 31, 33, 127, 257, 1000)] + [
+    (1, 1000, 7), (1000, 1, 33), (257, 33, 1000), (31, 1000, 127), (128, 64, 8), (2, 3, 4099)]
+TRANSPOSED_SHAPES = [(1, 1, 1), (33, 45, 70), (127, 1, 257), (257, 130, 31), (64, 128, 96)]
+TRANSPOSED_LAYOUTS = ["rc", "cr", "cc"]
+PADDED_SHAPE = (45, 77, 129)          # lda = K + 5, ldb = N + 3, ldc = N + 9, ldd = N + 2
+UNALIGNED_SHAPES = [(67, 45, 131), (130, 257, 64)]
+ACCUMULATOR_SHAPE = (37, 45, 4099)
+
 
 def scalars(dtype: str, alpha: float, beta: float) -> tuple[float, float]:
     """(alpha, beta) as the test means them; integer GEMMs take integral scalars, so the general case
@@ -40,19 +51,33 @@ def column_major(t):
 
 
 def expected_gpu_tests() -> dict[str, int]:
-    """How many GPU tests the full suite has for each implementation, from a collection in a fresh process
-    (no -k, no deselection): an evidence record counts only if it ran them all."""
-    import json
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory() as d:
-        out = Path(d) / "counts.json"
-        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                               "-p", "no:xdist", "-m", "gpu", "--gpu-test-counts", str(out),
-                               "tests/test_gpu_equivalence.py"], cwd=root, capture_output=True, text=True)
-        if not out.exists():
-            raise RuntimeError(f"collecting the GPU tests failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-        return json.loads(out.read_text())
+    """How many GPU tests the full suite has for each implementation (study.evidence.expected_tests)."""
+    from study.evidence import expected_tests
+    return expected_tests()
+
+
+def shifted(t):
+    """A copy of `t` that starts one element into its storage and has an odd leading dimension: neither its
+    start nor its row pitch is a multiple of 16 bytes (or of 4 bytes, for 2-byte dtypes)."""
+    import torch
+    rows, cols = t.shape
+    pad = 1 if cols % 2 == 0 else 2
+    fill = float("nan") if t.is_floating_point() else -1
+    buf = torch.full((rows * (cols + pad) + 1,), fill, device=t.device, dtype=t.dtype)
+    view = buf[1:].view(rows, cols + pad)[:, :cols]
+    view.copy_(t)
+    return view
+
+
+def accumulator_inputs(dtype: str, device, M: int, N: int, K: int):
+    """A = 1 and B = 1 + r * 2^-p (r in {1, 2, 3}, p = 10 for fp16, 7 for bf16: the last bits each format
+    holds).  Every partial sum is exact in fp32, so an fp32 accumulator gives D exactly; a 16-bit one loses
+    the small parts once the running sum passes 2^11 (fp16) or 2^8 (bf16).  Returns A, B and D in float64."""
+    import torch
+
+    from study.contract import DTYPES
+    p = {"fp16": 10, "bf16": 7}[dtype]
+    a = torch.ones(M, K, dtype=DTYPES[dtype], device=device)
+    r = torch.randint(1, 4, (K, N), device=device, dtype=torch.int32).double()
+    b64 = 1 + r * 2.0**-p
+    return a, b64.to(DTYPES[dtype]), b64.sum(0, keepdim=True).expand(M, N)

@@ -1,8 +1,10 @@
 """Every registered implementation against the float64 reference, on the GPU.
 
-Ragged sizes on purpose (1, 7, 31, 33, 127, 257, 1000 and non-square mixes): none of them divide the
-tiles.  Each case draws fresh random inputs, passes a NaN-filled C when beta == 0, poisons D with NaN, and
-checks that A, B and C are untouched (study.verify.run_and_judge).
+Ragged sizes on purpose (tests/helpers.py: 1, 7, 31, 33, 127, 257, 1000 and non-square mixes): none of them
+divide the tiles.  Each case draws fresh random inputs, passes a NaN-filled C when beta == 0, poisons D with
+NaN, and checks that A, B and C are untouched (study.verify.run_and_judge), and that the relative error and
+every single element are within the precision's bounds.  Every launch a dispatch can pick runs, aligned and
+not (tests/test_coverage.py proves it on the CPU for 132 SMs), and fp32 accumulation is checked exactly.
 """
 from __future__ import annotations
 
@@ -10,12 +12,11 @@ import pytest
 import torch
 
 import study
-from study.verify import judge, make_inputs, reference, reference_scale, run_and_judge
+from study.verify import judge, make_inputs, pitched16, reference, reference_terms, run_and_judge
 from study.contract import DTYPES
-from tests.helpers import ALPHA_BETA, column_major, impl_dtypes, scalars
-
-SHAPES = [(n, n, n) for n in (1, 7, 31, 33, 127, 257, 1000)] + [
-    (1, 1000, 7), (1000, 1, 33), (257, 33, 1000), (31, 1000, 127), (128, 64, 8), (2, 3, 4099)]
+from tests.helpers import (ACCUMULATOR_SHAPE, ALPHA_BETA, DISPATCH_K, PADDED_SHAPE, SHAPES, TRANSPOSED_LAYOUTS,
+                           TRANSPOSED_SHAPES, UNALIGNED_SHAPES, accumulator_inputs, column_major, impl_dtypes,
+                           scalars, shifted)
 
 pytestmark = pytest.mark.gpu
 
@@ -35,8 +36,8 @@ def _col_major_impls():
     return impl_dtypes(only=lambda impl: "col-major" in impl.layouts)
 
 
-@pytest.mark.parametrize("layouts", ["rc", "cr", "cc"])
-@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (33, 45, 70), (127, 1, 257), (257, 130, 31), (64, 128, 96)])
+@pytest.mark.parametrize("layouts", TRANSPOSED_LAYOUTS)
+@pytest.mark.parametrize("M,N,K", TRANSPOSED_SHAPES)
 @pytest.mark.parametrize("impl_name,dtype", _col_major_impls())
 def test_transposed_operands(impl_name, dtype, M, N, K, layouts):
     """A and/or B handed in as transposed views (column-major, as `x.t()` gives): the kernel reads them in
@@ -75,7 +76,7 @@ def test_fp16_output_near_its_range(impl_name, dtype):
 def test_padded_rows_and_repeat_calls(impl_name, dtype):
     """Leading dimensions larger than the row (views into wider buffers), called twice on fresh data."""
     impl = study.get(impl_name)
-    M, N, K = 45, 77, 129
+    M, N, K = PADDED_SHAPE
     alpha, beta = scalars(dtype, 1.5, 0.5) if DTYPES[dtype].is_floating_point else (2.0, 3.0)
     for _ in range(2):
         x = make_inputs(M, N + 3, K + 5, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
@@ -91,19 +92,7 @@ def test_padded_rows_and_repeat_calls(impl_name, dtype):
         assert (edge.isnan() if x.out.is_floating_point() else edge == poison).all(), "wrote outside D's columns"
 
 
-def _shifted(t: torch.Tensor) -> torch.Tensor:
-    """A copy of `t` that starts one element into its storage and has an odd leading dimension: neither its
-    start nor its row pitch is a multiple of 16 bytes (or of 4 bytes, for 2-byte dtypes)."""
-    rows, cols = t.shape
-    pad = 1 if cols % 2 == 0 else 2
-    fill = float("nan") if t.is_floating_point() else -1
-    buf = torch.full((rows * (cols + pad) + 1,), fill, device=t.device, dtype=t.dtype)
-    view = buf[1:].view(rows, cols + pad)[:, :cols]
-    view.copy_(t)
-    return view
-
-
-@pytest.mark.parametrize("M,N,K", [(67, 45, 131), (130, 257, 64)])
+@pytest.mark.parametrize("M,N,K", UNALIGNED_SHAPES)
 @pytest.mark.parametrize("impl_name,dtype", impl_dtypes())
 def test_unaligned_views(impl_name, dtype, M, N, K):
     """Operands at storage offset 1 with odd leading dimensions: a 16-byte vector path must notice and fall
@@ -111,7 +100,7 @@ def test_unaligned_views(impl_name, dtype, M, N, K):
     impl = study.get(impl_name)
     alpha, beta = (1.5, 0.5) if DTYPES[dtype].is_floating_point else (2.0, 3.0)
     x = make_inputs(M, N, K, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
-    x.a, x.b, x.c, x.out = (_shifted(t) for t in (x.a, x.b, x.c, x.out))
+    x.a, x.b, x.c, x.out = (shifted(t) for t in (x.a, x.b, x.c, x.out))
     assert all(t.data_ptr() % 16 and t.stride(0) % 2 for t in (x.a, x.b, x.c, x.out)), "views must be misaligned"
     v = run_and_judge(impl, dtype, x)
     assert v.passed, f"{impl_name} {dtype} unaligned {M}x{N}x{K}: seed={x.seed}: {v.error}"
@@ -133,6 +122,51 @@ def test_persistent_grid_walks_many_tiles(impl_name, dtype, alpha, beta):
     assert v.passed, f"{impl_name} {dtype} {M}x{N}x333 alpha={alpha} beta={beta} seed={x.seed}: {v.error}"
 
 
+def _dispatch_cases():
+    """(impl, dtype, choice): every tile a CUDA dispatch can pick."""
+    return [pytest.param(i.name, d, n, id=f"{i.name}-{d}-{'x'.join(map(str, c.tile))}")
+            for i in study.implementations("cuda") if hasattr(i.launch, "choices")
+            for d in i.dtypes for n, c in enumerate(i.launch.choices)]
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize("impl_name,dtype,choice", _dispatch_cases())
+def test_every_tile_a_dispatch_can_pick(impl_name, dtype, choice, aligned):
+    """A dispatch (stage 09) picks its tile by the grid it gives on this GPU; the usual test sizes reach only
+    the smallest.  Each choice here gets a ragged shape that picks it (CudaDispatch.shapes), with operands on
+    16-byte aligned rows (padded pitches: the vector entry) and shifted ones (its _unaligned twin), C read."""
+    impl = study.get(impl_name)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    M, N = impl.launch.shapes(sms)[choice]
+    x = make_inputs(M, N, DISPATCH_K, dtype, "cuda", 1.5, 0.5, impl.out_dtypes.get(dtype))
+    x.a, x.b, x.c, x.out = (pitched16(t) if aligned else shifted(t) for t in (x.a, x.b, x.c, x.out))
+    v = run_and_judge(impl, dtype, x)
+    assert v.passed, f"{impl_name} {dtype} {M}x{N}x{DISPATCH_K} {'aligned' if aligned else 'unaligned'}: seed={x.seed}: {v.error}"
+
+
+def _fp32acc_impls():
+    return impl_dtypes(dtype_filter=lambda impl, d: impl.precision(d).endswith("/fp32acc"))
+
+
+@pytest.mark.parametrize("impl_name,dtype", _fp32acc_impls())
+def test_accumulates_in_fp32(impl_name, dtype):
+    """"fp32acc" on the label means an fp32 running sum.  A = 1, B = 1 + r 2^-p over K = 4099: fp32 holds every
+    partial sum exactly, so D must equal the exact sum rounded once to D's dtype; a 16-bit running sum drops the
+    small parts once it passes 2^11 (the relative error that leaves, ~1e-3, would pass the tolerance)."""
+    impl = study.get(impl_name)
+    M, N, K = ACCUMULATOR_SHAPE
+    a, b, exact = accumulator_inputs(dtype, "cuda", M, N, K)
+    out_dtype = DTYPES[impl.out_dtypes.get(dtype, dtype)]
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=out_dtype)
+    impl(a, b, out=out)
+    torch.cuda.synchronize()
+    want = exact.to(out_dtype)
+    wrong = int((out != want).sum())
+    assert wrong == 0, (f"{impl_name} {dtype}: {wrong} of {M * N} elements differ from the fp32-accumulated sum, "
+                        f"e.g. {float(out.flatten()[(out != want).flatten().nonzero()[0]])} vs "
+                        f"{float(want.flatten()[(out != want).flatten().nonzero()[0]])}")
+
+
 def _batched_impls():
     return [pytest.param(i.name, id=i.name) for i in study.implementations() if hasattr(i.launch, "batched")]
 
@@ -146,8 +180,12 @@ def test_batched_launch_matches_float64(impl_name, B, M, N, K):
     dtype = next(iter(impl.dtypes))
     xs = [make_inputs(M, N, K, dtype, "cuda") for _ in range(B)]
     a, b = torch.stack([x.a for x in xs]), torch.stack([x.b for x in xs])
-    d = impl.batched(a, b)
+    a0, b0 = a.clone(), b.clone()
+    out = torch.full((B, M, N), float("nan"), device="cuda", dtype=a.dtype)     # poisoned: all must be written
+    d = impl.batched(a, b, out=out)
     torch.cuda.synchronize()
+    assert d.data_ptr() == out.data_ptr(), "batched must write into the out it is given"
+    assert torch.equal(a, a0) and torch.equal(b, b0), f"{impl_name}: batched modified its inputs"
     for i, x in enumerate(xs):
-        v = judge(d[i], reference(x), impl.precision(dtype), scale=lambda: reference_scale(x))
+        v = judge(d[i], reference(x), impl.precision(dtype), terms=lambda: reference_terms(x), k=K)
         assert v.passed, f"{impl_name} batch {i} of {B}, {M}x{N}x{K}: seed={x.seed}: {v.error}"

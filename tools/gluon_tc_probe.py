@@ -20,7 +20,7 @@ import study
 from _probe import setup
 from study.contract import validate
 from study.timing import bench
-from study.verify import judge, make_inputs, reference, reference_scale
+from study.verify import judge, make_inputs, reference, reference_terms
 
 # Stage 13 variants: name -> launch parameters (overrides of its META).
 VARIANTS = {
@@ -47,7 +47,7 @@ def check_layouts() -> None:
                     b = x.b.t().contiguous().t() if ab[1] == "c" else x.b
                     impl(a, b, x.c, alpha=x.alpha, beta=x.beta, out=x.out)
                     torch.cuda.synchronize()
-                    v = judge(x.out, reference(x), impl.precision(dtype), scale=lambda: reference_scale(x))
+                    v = judge(x.out, reference(x), impl.precision(dtype), terms=lambda: reference_terms(x), k=x.a.shape[1])
                     if not v.passed:
                         bad += 1
                         print(f"check gluon:10 {dtype} {ab} {M}x{N}x{K} beta={beta}: FAIL {v.error}", flush=True)

@@ -17,7 +17,7 @@ import torch
 from _probe import setup
 from study.contract import validate
 from study.timing import bench
-from study.verify import judge, make_inputs, reference, reference_scale
+from study.verify import judge, make_inputs, reference, reference_terms
 
 import study
 
@@ -63,7 +63,7 @@ def main() -> None:
                     print(f"{dtype} {n}^3 {name:28s} ERROR {type(e).__name__}: {str(e)[-200:]}", flush=True)
                     return
                 v = judge(x.out, ref, study.get("triton:13_swizzle").precision(dtype),
-                          scale=lambda: reference_scale(x))
+                          terms=lambda: reference_terms(x), k=x.a.shape[1])
                 tm = bench(go, flush, clock)
                 tf = 2 * n**3 / tm.ms / 1e9
                 print(f"{dtype} {n}^3 {name:28s} {tf:7.1f} TFLOP/s {100 * tf / base:5.1f}%  relerr {v.relerr:.1e} "
