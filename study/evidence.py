@@ -98,9 +98,21 @@ class _Normalise(ast.NodeTransformer):
         return self._body(node)
 
 
+def _dump(node) -> str:
+    """ast.dump, but the same on every Python from 3.10 on: fields that are None or empty (3.12 added
+    `type_params` to every def) and expression contexts are left out."""
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={_dump(v)}" for name in node._fields
+                  if (v := getattr(node, name, None)) not in (None, []) and name not in ("ctx", "kind", "type_comment")]
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(x) for x in node) + "]"
+    return repr(node)
+
+
 def normalised(source: str, drop_kernels: bool = False) -> str:
-    tree = _Normalise(drop_kernels).visit(ast.parse(textwrap.dedent(source)))
-    return ast.dump(tree, annotate_fields=True, include_attributes=False)
+    """Python code without its comments and docstrings, as a version-independent dump of its AST."""
+    return _dump(_Normalise(drop_kernels).visit(ast.parse(textwrap.dedent(source))))
 
 
 @functools.lru_cache(maxsize=None)
