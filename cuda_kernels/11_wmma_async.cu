@@ -29,8 +29,10 @@
 //              aligned, as wmma::load_matrix_sync requires; the 16-half skew is meant to spread consecutive rows over
 //              the banks (NVIDIA's cudaTensorCoreGemm sample pads the same way; not measured here, stage 13 is
 //              where bank conflicts are counted).
-// Ragged edges: copies outside M, N or K zero-fill (cp.async's src-size; an out-of-range copy points at the
-//              matrix base and reads 0 bytes, so no out-of-range address is formed); stores are masked.
+// Ragged edges: only whole in-range 16-byte chunks go by cp.async; a chunk that crosses M, N or K, or lies
+//              past them, is copied element by element with zeros beyond the edge (a partial cp.async reads only
+//              its src-size bytes, but compute-sanitizer counts all 16: memcheck, with torch's caching allocator
+//              off, caught the 1x1x1 call reading 16 bytes of a 2-byte A); stores are masked.
 // Alignment:   wmma_async_* need 16-byte aligned operand starts and leading dimensions (the launcher checks);
 //              wmma_async_*_unaligned is the same template with element-wise copies through registers (2-byte
 //              elements at an odd offset allow nothing wider) and scalar epilogue accesses.
@@ -66,16 +68,18 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
     return __float2bfloat16_rn(x);
 }
 
-// X[row][col .. col+7] -> dst (shared), zeros at or past `rows` / `cols`.  VEC: one 16-byte cp.async (X and
-// ld 16-byte aligned, col a multiple of 8); otherwise element by element through registers: a 2-byte element
-// at an odd offset allows nothing wider, and the ring's barrier orders these plain stores like the copies.
+// X[row][col .. col+7] -> dst (shared), zeros at or past `rows` / `cols`.  VEC and a whole chunk in range: one
+// 16-byte cp.async (X and ld 16-byte aligned, col a multiple of 8); otherwise element by element through
+// registers (a 2-byte element at an odd offset allows nothing wider; a partial chunk must not be read whole),
+// and the ring's barrier orders these plain stores like the copies.  `full` is its own test, not n == 8: ptxas
+// once branched a 16-byte copy on the predicate of such a clamp (stages 09 and 13).
 template <class T, bool VEC>
 __device__ __forceinline__ void copy8(T* dst, const T* __restrict__ X, idx_t ld, int row, int col, int rows,
                                       int cols) {
+    const bool full = row < rows && col + 8 <= cols;
     const int n = row < rows ? max(0, min(8, cols - col)) : 0;
-    if (VEC) {
-        async_copy::cp16(reinterpret_cast<float*>(dst),
-                         reinterpret_cast<const float*>(n ? X + row * ld + col : X), 2 * n);
+    if (VEC && full) {
+        async_copy::cp16(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(X + row * ld + col), 16);
     } else {
         const T* src = X + row * ld + col;   // dereferenced only for the n elements in range
 #pragma unroll

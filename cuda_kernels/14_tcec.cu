@@ -59,8 +59,9 @@
 //              8192^3 163.3 TFLOP/s, 3.19x (51.3), relerr 2.51e-7, 1402 MHz (the SM clock sags under tensor
 //              load and moves results by ~10% from run to run).  The sweep's figures are in reports/.
 //
-// Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's copies outside M or K
-//              zero-fill (cp.async's src-size; no out-of-range address is formed); stores are masked.
+// Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's chunks that cross or lie
+//              past M or K go by 4-byte copies that zero-fill (cp.async's src-size; no out-of-range address is
+//              formed, and no 16-byte copy reaches past the matrix); stores are masked.
 // Alignment:   split_b reads B element by element (any alignment).  tcec_* copy A in 16-byte chunks and store D
 //              in 8-byte pairs, so the launcher takes them only for 16-byte aligned operand starts and leading
 //              dimensions; tcec_*_unaligned is the same template with 4-byte copies and scalar stores
@@ -99,15 +100,22 @@ __device__ __forceinline__ void block_origin(int M, int& m0, int& n0) {
     n0 = int(in_group / group_m * BN);
 }
 
-// Four consecutive elements X[row][col .. col+3] -> dst, zeros past `rows` / `cols`, by cp.async (the
-// src-size operand zero-fills; an out-of-range copy reads 0 bytes from the matrix base, so no out-of-range
-// address is formed).  VEC: one 16-byte copy (start and ld 16-byte aligned, col a multiple of 4).
+// Four consecutive elements X[row][col .. col+3] -> dst, zeros past `rows` / `cols`, by cp.async.  VEC and all
+// four in range: one 16-byte copy (start and ld 16-byte aligned, col a multiple of 4).  Otherwise four 4-byte
+// copies, each in range or reading 0 bytes from the matrix base (src-size 0 zero-fills); a partial 16-byte copy
+// would read only its src-size bytes, but compute-sanitizer counts all 16 (memcheck, with torch's caching
+// allocator off, caught stage 11's 1x1x1 call so), and `full` is its own test (see stage 11's copy8).
 template <bool VEC>
 __device__ __forceinline__ void copy4(float* dst, const float* __restrict__ X, idx_t ld, int row, int col, int rows,
                                       int cols) {
-    if (VEC) {
+    const bool full = row < rows && col + 4 <= cols;
+    if (VEC && full) {
+        async_copy::cp16(dst, X + row * ld + col, 16);
+    } else if (VEC) {   // the same four 4-byte copies, from one clamped count (ptxas kept tcec_fp16 unspilled so)
         const int n = row < rows ? max(0, min(4, cols - col)) : 0;
-        async_copy::cp16(dst, n ? X + row * ld + col : X, 4 * n);
+        const float* src = n ? X + row * ld + col : X;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) async_copy::cp4(dst + j, j < n ? src + j : X, j < n);
     } else {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
