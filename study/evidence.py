@@ -14,6 +14,8 @@ study.sanitize` for compute-sanitizer's counts), never by hand.  Each record car
                                                         the kernels (normalised)
     launch        the launch declaration, every field, nested launches included
     launch_code   the launch classes (and the helpers they call) and Impl, normalised; cuda_launch.py
+    (the "code key" is all of the above and below but the harness: what a sanitizer record and a row of
+    results.csv carry, since a tolerance or a test judges results, not memory accesses or timings)
     labels        precision labels, output dtypes, layouts, and the tolerances of those labels
     harness       the GPU suite (tests/test_gpu_equivalence.py, helpers, conftest), study/verify.py,
                   study/contract.py, study/schema.py's tolerance tables (normalised)
@@ -244,7 +246,17 @@ class Keys:
         return parts
 
     def key(self, name: str) -> str:
+        """What a GPU test record must carry: every part."""
         return _sha(self.parts(name))
+
+    def code_key(self, name: str) -> str:
+        """What runs, without how it is judged (the harness): what a sanitizer record and a measured row carry,
+        so that a change to a tolerance or a test re-runs the GPU suite but leaves them current."""
+        return _sha(code_parts(self.parts(name)))
+
+
+def code_parts(parts: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in parts.items() if k != "harness"}
 
 
 def toolchain() -> dict:
@@ -317,7 +329,7 @@ def record_sanitizer(path: Path | str, counts: dict[str, dict[str, int | None]],
     fresh = []
     for name, tools in sorted(counts.items()):
         clean = everywhere_clean and bool(tools) and all(v == 0 for v in tools.values())
-        fresh.append({"impl": name, "key": keys.key(name), "parts": keys.parts(name),
+        fresh.append({"impl": name, "key": keys.key(name), "code_key": keys.code_key(name), "parts": keys.parts(name),
                       "sanitizer_harness": sanitizer_digest(),
                       "errors": tools, "totals": totals, "outcome": "clean" if clean else "errors",
                       "calls": calls.get(name, []), "gpu": gpu, "capability": cc, "date": now, "commit": commit,
@@ -335,10 +347,14 @@ def passing(path: Path | str, name: str, key: str, expected: int) -> dict | None
     return None
 
 
-def sanitizer_clean(path: Path | str, name: str, key: str) -> dict | None:
+def sanitizer_clean(path: Path | str, name: str, parts: dict[str, str]) -> dict | None:
+    """The clean sanitizer record of what runs now: its parts, but for the GPU suite's harness (which judges
+    results, not memory accesses), equal the current ones, and study/sanitize.py is the same."""
+    want = code_parts(parts)
     for r in _doc(path).get("sanitizer", []):
-        if (r["impl"] == name and r.get("key") == key and r.get("sanitizer_harness") == sanitizer_digest()
-                and r["outcome"] == "clean" and r.get("capability") == CAPABILITY):
+        if (r["impl"] == name and code_parts(r.get("parts", {})) == want
+                and r.get("sanitizer_harness") == sanitizer_digest() and r["outcome"] == "clean"
+                and r.get("capability") == CAPABILITY):
             return r
     return None
 
@@ -348,7 +364,7 @@ def why_not(path: Path | str, name: str, parts: dict[str, str], section: str = "
     recs = [r for r in _doc(path).get(section, []) if r["impl"] == name and "parts" in r]
     if not recs:
         return "no record of it under the current key format"
-    old = recs[-1]["parts"]
+    old = recs[-1]["parts"] if section == "records" else code_parts(recs[-1]["parts"])
     moved = sorted(k for k in set(old) | set(parts) if old.get(k) != parts.get(k))
     return f"since its record of {recs[-1].get('commit', '?')}, changed: {', '.join(moved) or 'nothing (?)'}"
 
@@ -384,9 +400,9 @@ def check(names: list[str] | None = None, path: Path | str = EVIDENCE, keys: Key
         if passing(path, impl.name, key, expected.get(impl.name, -1)) is None:
             why.append(f"no passing GPU record of all {expected.get(impl.name)} of its tests for key {key[:12]} "
                        f"({why_not(path, impl.name, parts)})")
-        if impl.backend == "cuda" and sanitizer_clean(path, impl.name, key) is None:
-            why.append(f"no clean compute-sanitizer record for key {key[:12]} "
-                       f"({why_not(path, impl.name, parts, 'sanitizer')})")
+        if impl.backend == "cuda" and sanitizer_clean(path, impl.name, parts) is None:
+            why.append(f"no clean compute-sanitizer record for code key {keys.code_key(impl.name)[:12]} "
+                       f"({why_not(path, impl.name, code_parts(parts), 'sanitizer')})")
         if why:
             bad[impl.name] = "; ".join(why)
     return bad
@@ -395,7 +411,8 @@ def check(names: list[str] | None = None, path: Path | str = EVIDENCE, keys: Key
 # --- staleness of measured rows ------------------------------------------------------------------------------
 
 def stale_rows(csv_path: Path | str, keys: Keys | None = None) -> list[dict]:
-    """Rows of a results.csv whose implementation's key is not the current one (or that carry none)."""
+    """Rows of a results.csv whose implementation's code key (what runs) is not the current one, or that carry
+    none."""
     import csv
     rows = list(csv.DictReader(open(csv_path)))
     known = {i.name for i in registry.implementations()}
@@ -406,7 +423,7 @@ def stale_rows(csv_path: Path | str, keys: Keys | None = None) -> list[dict]:
             why = "no such implementation now"
         elif not r.get("impl_key"):
             why = "row carries no key (measured before keys were recorded)"
-        elif r["impl_key"] != keys.key(r["impl"]):
+        elif r["impl_key"] != keys.code_key(r["impl"]):
             why = "key changed since"
         else:
             continue

@@ -31,8 +31,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "sm_clock_mhz",   # mean SM clock sampled by NVML while this row was timed
     "gpu",
     "commit",
-    "impl_key",       # the implementation's evidence key when measured (study/evidence.py): a row whose key is not
-                      # the current one is stale (python -m study.evidence --stale)
+    "impl_key",       # the implementation's code key when measured (study/evidence.py): a row whose key is not the
+                      # current one measured other code, and is stale (python -m study.evidence --stale)
 )
 
 # Precision -> largest relative Frobenius error accepted.  True fp32 FMA over K <= 16384 lands near

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                     row = results.done[key]
                 else:
                     row = runner.measure(impl, dtype, M, N, K, args.alpha, args.beta, shape_set, base)
-                    row["impl_key"] = keys.key(impl.name)
+                    row["impl_key"] = keys.code_key(impl.name)
                     results.write(row)
                     measured.append(row)
                 if impl.backend == "cublas":

@@ -61,10 +61,9 @@ def test_current_key_passed_on_a_gpu(name, keys, expected):
 def test_cuda_kernel_is_sanitizer_clean(name, keys):
     """compute-sanitizer memcheck, racecheck, synccheck and initcheck found nothing, in this kernel or anywhere
     else, on every call study.sanitize makes (every entry: tests/test_coverage.py)."""
-    key = keys.key(name)
-    rec = evidence.sanitizer_clean(EVIDENCE, name, key)
-    assert rec is not None, (f"{name}: no clean compute-sanitizer record for key {key[:12]} "
-                             f"({evidence.why_not(EVIDENCE, name, keys.parts(name), 'sanitizer')}); run "
+    rec = evidence.sanitizer_clean(EVIDENCE, name, keys.parts(name))
+    assert rec is not None, (f"{name}: no clean compute-sanitizer record for code key {keys.code_key(name)[:12]} "
+                             f"({evidence.why_not(EVIDENCE, name, evidence.code_parts(keys.parts(name)), 'sanitizer')}); run "
                              f"STUDY_STEPS=sanitize tools/gpu_run.sh on an H100 or H200")
     assert set(rec["errors"]) == {"memcheck", "racecheck", "synccheck", "initcheck"}, rec
     assert all(t["errors"] == 0 and t["other"] == 0 and t["exit"] == 0 for t in rec["totals"].values()), rec
