@@ -13,7 +13,7 @@
 #   writes reports/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
 #   at 4096^3 into reports/ncu_ladder.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
-#   STUDY_STALE_ONLY=1 re-tests only implementations whose current source has no passing evidence
+#   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/evidence.py)
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 #   STUDY_TEST_FILTER=EXPR runs only the GPU tests pytest -k EXPR selects (their evidence records are rewritten)
 set -uo pipefail
