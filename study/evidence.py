@@ -13,7 +13,8 @@ study.sanitize` for compute-sanitizer's counts), never by hand.  Each record car
     host          -                                     the stage files' Python outside   -
                                                         the kernels (normalised)
     launch        the launch declaration, every field, nested launches included
-    launch_code   the launch classes (and the helpers they call) and Impl, normalised; cuda_launch.py
+    launch_code   the launch classes and Impl, and what they call in the study's modules (cuda_launch.py's
+                  functions, the registry's helpers) with the constants they read, normalised
     (the "code key" is all of the above and below but the harness: what a sanitizer record and a row of
     results.csv carry, since a tolerance or a test judges results, not memory accesses or timings)
     labels        precision labels, output dtypes, layouts, and the tolerances of those labels
@@ -153,24 +154,66 @@ def _launch_objects(obj) -> list:
     return out
 
 
+def _simple(v) -> bool:
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return True
+    if isinstance(v, (tuple, list, frozenset)):
+        return all(_simple(x) for x in v)
+    return isinstance(v, dict) and all(_simple(k) and _simple(x) for k, x in v.items())
+
+
+def _names_read(tree) -> list[ast.AST]:
+    """Name and module-attribute nodes of a def, annotations left out (a type named in a signature is not run)."""
+    out, stack = [], [tree]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load):
+            out.append(n)
+        for field, value in ast.iter_fields(n):
+            if field in ("annotation", "returns"):
+                continue
+            stack += [x for x in (value if isinstance(value, list) else [value]) if isinstance(x, ast.AST)]
+    return out
+
+
+def _study_module(importer: str, name: str):
+    """The sibling module `name` of module `importer` (what `from . import name` inside a function binds)."""
+    import importlib
+    import importlib.util
+    full = f"{importer.rpartition('.')[0]}.{name}"
+    return importlib.import_module(full) if importlib.util.find_spec(full) else None
+
+
 def _code_of(objs) -> dict[str, str]:
-    """Normalised source of the given classes and functions, and of every function or class of the study's
-    own modules that they name, transitively."""
+    """Normalised source of the given classes and functions and, transitively, of every function or class of
+    the study's own modules that they call or name (directly, or as `module.name` of a study module), with the
+    values of the plain module-level constants they read.  Keyed by qualified name without the module, so that
+    moving code between modules keeps it."""
     seen: dict[str, str] = {}
     todo = list(objs)
     while todo:
         o = todo.pop()
-        mod = sys.modules.get(o.__module__)
-        name = f"{o.__module__}.{o.__qualname__}"
-        if name in seen or not o.__module__.startswith(("study", "triton_kernels")):
+        if o.__qualname__ in seen or not o.__module__.startswith(("study", "triton_kernels")):
             continue
+        mod = sys.modules.get(o.__module__)
         src = inspect.getsource(o)
-        seen[name] = _sha(normalised(src).encode())
-        for n in ast.walk(ast.parse(textwrap.dedent(src))):
-            if isinstance(n, ast.Name) and mod is not None:
-                ref = getattr(mod, n.id, None)
-                if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", "").startswith("study"):
-                    todo.append(ref)
+        seen[o.__qualname__] = _sha(normalised(src).encode())
+        for n in _names_read(ast.parse(textwrap.dedent(src))):
+            if isinstance(n, ast.Name):
+                if not hasattr(mod, n.id):
+                    continue
+                ref = getattr(mod, n.id)
+            elif isinstance(n.value, ast.Name):           # cuda_launch.kernel, after `from . import cuda_launch`
+                base = getattr(mod, n.value.id, None) or _study_module(o.__module__, n.value.id)
+                ref = getattr(base, n.attr, None) if inspect.ismodule(base) else None
+            else:
+                continue
+            if hasattr(ref, "__wrapped__"):                 # functools.lru_cache and the like
+                ref = inspect.unwrap(ref)
+            if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", "").startswith("study"):
+                todo.append(ref)
+            elif isinstance(n, ast.Name) and n.id.isupper() and _simple(ref):
+                seen[f"{o.__qualname__}:{n.id}"] = _sha(ref)
     return seen
 
 
@@ -230,7 +273,6 @@ class Keys:
                        for e in sorted(registry.reachable_entries(impl))}
             parts["compiled"] = _sha({"entries": entries, "flags": NVCC_FLAGS, "arch": DEFAULT_ARCH,
                                       "nvcc": nvcc_version()})
-            code["study/cuda_launch.py"] = file_digest(ROOT / "study" / "cuda_launch.py")
         elif impl.backend in ("triton", "gluon"):
             import triton
             units = self.units().get(name)
