@@ -11,22 +11,16 @@
 //              broadcast).  With the k loop unrolled, nvcc fuses each A row's 8 k values into two 16-byte
 //              loads: the SASS has 8 LDS + 16 LDS.128 per 64 FFMA, 0.375 shared loads per FMA against 2.
 //              The accumulators live in registers (acc[TM], fully unrolled).
-// Why faster:  stage 03 measured as bound by shared-memory loads (NOTES.md).  Seed 001 saw 3.1x over its
-//              shared-memory kernel (1267 -> 3900 GFLOP/s on an RTX 4060); seed 000 saw kernel 2 take
-//              27.3 ms against kernel 1's 40.4 ms on an L4.  Prediction: 2-3x over stage 03 at 4096^3.
-//              The 8-row BK keeps the tiles small (4 KiB), so the barrier pair per k-step is the next cost.
+// Why faster:  stage 03 measured as bound by shared-memory loads (NOTES.md).  Prediction: 2-3x over stage 03
+//              at 4096^3.  Measured: 16.9 TFLOP/s at 4096^3 on an H100, 2.0x stage 03
+//              (reports/h100/results.csv).
 //
 // Ragged edges: tiles that hang over M, N or K are zero-filled when loaded (zeros add nothing), and only
 //              in-range outputs are stored; beta == 0 never reads C (gemm_epilogue).
 // Bank use:     As[row][k] is read at one address per warp (all 32 lanes share their rows: a broadcast);
 //              Bs[k][col] is 32 consecutive words.  The stores to shared memory are 32 consecutive words
-//              per warp.  Prediction: no bank conflicts.
-// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-//              ncu --clock-control none).
-//              16.9 TFLOP/s (33% of cuBLAS), 2.0x stage 03 (8.4).  ncu: 0.1M of 1342M shared-load wavefronts
-//              were bank conflicts, and 8.3M conflicts on 67M shared-store instructions (the As fill), so the
-//              loads are conflict-free and the stores nearly so.  Issue slots 46% busy: the next limit is
-//              the shared-load latency behind 8 FMAs (short-scoreboard stalls 5.6 per issue).
+//              per warp.  Prediction: no bank conflicts.  ncu (reports/profile.csv): the loads are
+//              conflict-free, the stores nearly so.
 #include "gemm_common.cuh"
 
 namespace {

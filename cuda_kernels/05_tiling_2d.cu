@@ -10,10 +10,10 @@
 //              8x8 tile each A value is reused 8 times and each B value 8 times, so a thread reads 16 words
 //              of shared memory per 64 FMAs (stage 04: 72).  The tile is 4x larger (128x128), so each
 //              element fetched from global memory feeds 128 FMAs instead of 64.
-// Why faster:  shared-memory bandwidth per FMA halves again and global traffic halves.  Seed 001: 3900 ->
-//              7442 GFLOP/s (1.9x) on an RTX 4060; seed 000: 27.3 -> 23.7 ms on an L4 (its kernel 3 has 4x4
-//              outputs per thread).  Prediction: 1.5-2x over stage 04 at 4096^3.  The cost: 64 accumulators
-//              plus 16 operands per thread in registers, and 8 KiB of shared tiles per block.
+// Why faster:  shared-memory bandwidth per FMA halves again and global traffic halves.  Prediction: 1.5-2x
+//              over stage 04 at 4096^3.  The cost: 64 accumulators plus 16 operands per thread in registers,
+//              and 8 KiB of shared tiles per block.  Measured: 22.2 TFLOP/s at 4096^3 on an H100, 1.31x
+//              stage 04 (reports/h100/results.csv).
 //
 // Ragged edges: tiles that hang over M, N or K are zero-filled when loaded, and only in-range outputs are
 //              stored; beta == 0 never reads C (gemm_epilogue).
@@ -22,12 +22,8 @@
 //              hence 164 registers and one block per SM).  Predictions, per warp-wide LDS.128: A reads 2
 //              distinct vectors 64 words apart, in the same banks (2 wavefronts where 1 would do); B reads
 //              16 distinct vectors 8 words apart, which fall in only 4 of the 8 four-bank groups (4
-//              wavefronts where 2 would do): 96 wavefronts per k-tile where 48 would do.
-// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-//              ncu --clock-control none).
-//              22.2 TFLOP/s (43% of cuBLAS), 1.31x stage 04, below the 1.5-2x predicted.  ncu confirms the
-//              bank prediction: 268M of 671M shared-load wavefronts are conflicts (stage 06: 403M, none),
-//              and at 164 registers one block of 8 warps per SM leaves issue slots 43% busy.
+//              wavefronts where 2 would do): 96 wavefronts per k-tile where 48 would do.  ncu confirms it
+//              (reports/profile.csv: 268M of 671M shared-load wavefronts are conflicts).
 #include "gemm_common.cuh"
 
 namespace {

@@ -12,14 +12,11 @@
 //              (3) a thread's 8x8 outputs are no longer one contiguous block: they are 2x2 blocks of 4x4,
 //              rows tr*4 + {0, 64} and columns tc*4 + {0, 64} (tr = tid/16, tc = tid%16), so a warp's B
 //              reads cover 64 consecutive words and its A reads 2 adjacent vectors.  (4) float4 epilogue.
-// Why faster:  seed 001: 7442 -> 8816 GFLOP/s (1.18x); seed 000: 23.7 -> 15.2 ms (its kernel 4 also made
-//              each thread compute 4x more outputs).  Predictions, per warp-wide LDS.128 read: A, 2 distinct
-//              vectors in distinct banks (1 wavefront); B, 16 distinct consecutive vectors (2 wavefronts,
-//              the minimum for 256 bytes).  That is 48 wavefronts per k-tile where stage 05 needs 96, and
-//              the transposing stores are conflict-free too (the swizzle puts the two k-halves a warp
-//              writes in opposite 16-bank halves): no bank conflicts in ncu.  And at 122 registers (stage
-//              05: 164) two blocks fit on an SM, so one block's barrier waits can be covered by the
-//              other's FMAs.  Prediction: 1.2-1.5x over stage 05 at 4096^3.
+// Why faster:  per warp-wide LDS.128 read, A touches 2 distinct vectors in distinct banks (1 wavefront) and
+//              B 16 consecutive vectors (2, the minimum for 256 bytes): 48 wavefronts per k-tile where stage
+//              05 needs 96.  And at 122 registers (stage 05: 164) two blocks fit on an SM, so one block's
+//              barrier waits can be covered by the other's FMAs.  Prediction: 1.2-1.5x over stage 05 at
+//              4096^3.  Measured: 36.4 TFLOP/s at 4096^3 on an H100, 1.64x stage 05 (reports/h100/results.csv).
 //
 // Ragged edges: a float4 that would run past K (A) or N (B), or lies in a row past M (A) or K (B), is
 //              loaded as up to 4 masked scalars, the rest zeros, so no element outside a matrix is read.
@@ -29,12 +26,6 @@
 //              multiples of 4 (the launcher checks, study/registry.py), so every float4 that starts at a
 //              multiple-of-4 column is aligned.  sgemm_vectorized_unaligned is the same template with
 //              scalar global loads and stores, correct for any alignment.
-// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-//              ncu --clock-control none).
-//              36.4 TFLOP/s (71% of cuBLAS), 1.64x stage 05.  ncu: no shared-load bank conflicts (403M
-//              wavefronts, stage 05: 671M); the transposing stores were not conflict-free as predicted:
-//              3.1M conflicts on 21M store instructions.  2 blocks per SM (3.9 warps per scheduler), issue
-//              slots 66% busy.
 #include "gemm_common.cuh"
 
 namespace {

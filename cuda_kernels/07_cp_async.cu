@@ -14,32 +14,21 @@
 //              instead of 2, no registers held for loads.  The A tile is still stored transposed and
 //              swizzled (As[k][m ^ 4k]); cp.async cannot transpose a 16-byte vector, so A moves as 4-byte
 //              copies (cp.async.ca, 4 per thread per tile) and B as one 16-byte copy (cp.async.cg).
-//              Why not keep A k-contiguous and copy it 16 bytes at a time: a thread's 4 A values at one k
-//              would then be 4 rows apart (4 scalar loads or 16 LDS.128 holding all 64 A values of the
-//              tile), which either quadruples the shared loads of A or costs ~56 registers and a second
-//              block per SM.  The 4-byte copies cost 3 extra issue slots per thread per tile instead.
-// Why faster:  seed 000: 15.2 -> 14.9 ms on an L4 (2%).  Prediction on H100/H200: 1.1-1.3x over stage 06
-//              at 4096^3, since stage 06 runs 2 blocks of 8 warps per SM and each block stalls on global
-//              latency once per k-tile.  __launch_bounds__(256, 2) keeps 2 blocks per SM (128 registers,
-//              no spills).  The limit after this is issue bandwidth: the SASS k loop has 512 FFMA and ~170
-//              other instructions (32 LDS.128, 5 LDGSTS, addresses, the barrier).
+// Why faster:  stage 06 runs 2 blocks of 8 warps per SM and each block stalls on global latency once per
+//              k-tile.  Prediction: 1.1-1.3x over stage 06 at 4096^3.  Measured: 36.4 TFLOP/s at 4096^3 on
+//              an H100, level with stage 06 (reports/h100/results.csv): the 4-byte copies of A and their
+//              address work cost about what the pipeline won.
 //
 // Ragged edges: a copy whose source is outside A or B (past M, N or K) has src-size 0, so cp.async writes
 //              zeros, and its source pointer is the matrix base, so no out-of-range address is formed.  A
 //              16-byte chunk of B that straddles N goes as four 4-byte copies, the missing words with
-//              src-size 0 (so no byte past the matrix is read, as compute-sanitizer initcheck sees it).  Stores are masked as in stage 06; beta == 0 never reads C.
+//              src-size 0 (so no byte past the matrix is read, as compute-sanitizer initcheck sees it).
+//              Stores are masked as in stage 06; beta == 0 never reads C.
 // Alignment:   sgemm_cp_async assumes 16-byte aligned A, B, C, D and leading dimensions that are multiples
 //              of 4 (the launcher checks); sgemm_cp_async_unaligned is the same template with four 4-byte
 //              copies instead of each 16-byte one and a scalar epilogue.  A always moves 4 bytes at a time.
 // Bank use:     (prediction) a warp's 4-byte copies of A cover 4 rows x 8 k; the swizzle puts them in 32
 //              distinct banks.  The fragment reads are stage 06's (no conflicts).
-// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-//              ncu --clock-control none).
-//              37.4 TFLOP/s (72% of cuBLAS), 1.03x stage 06, below the 1.1-1.3x predicted.  ncu: issue
-//              slots 81% busy (stage 06: 66%), but 2990M instructions where stage 06 needs 2529M: the
-//              4-byte copies of A and their address work ate most of the latency won.  No shared-load bank
-//              conflicts (the copy writes are LDGSTS, which ncu's shared-store conflict counter does not
-//              see, so the copy-write prediction above is unmeasured).
 #include "gemm_common.cuh"
 #include "async_copy.cuh"
 

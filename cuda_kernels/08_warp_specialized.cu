@@ -16,18 +16,12 @@
 //              __syncthreads per k-tile.  Now the copies (40 cp.async per k-tile: 32 of A, 8 of B; 64 in
 //              the unaligned entry) and their address arithmetic all run on warp 8, and the barrier is
 //              replaced by per-slot full/empty handshakes.  Copy maps, swizzle and shared layout as 07.
-// Why faster:  it may not be.  Seed 000 measured kernel 6 at 21.4 ms against kernel 5's 14.9 ms on an L4
-//              (1.43x slower) and suspected the pipeline's shared state and unbalanced producer/consumer
-//              speed.  Prediction for H100/H200: 0.85-1.0x of stage 07 at 4096^3, for three reasons.
-//              (1) The kernel is FMA-issue-bound, not latency-bound: stage 07 already keeps 3 tiles in
-//              flight, so there is little latency left to hide.  (2) The producer's ~160 instructions per
-//              interior k-tile (SASS) all land on one of the SM's 4 schedulers, which then carries ~10-15%
-//              more work than the other three, and the ring runs at the pace of the slowest consumer warp.
-//              (3) For 2 blocks of 288 threads per SM, ptxas caps registers at 96 (stage 07: 128), so the
-//              consumers have less room to load the next k's fragments early.
-//              What Hopper's warp specialization is built for - TMA, where one thread moves a whole tile,
-//              and wgmma, whose math runs asynchronously on tensor cores - does not apply to fp32 SIMT FMA.
-//              What could still win: no block-wide barrier, so one slow warp no longer stalls the other 7.
+// Why faster:  it may not be (seed 000 found kernel 6 slower than kernel 5 on an L4).  Prediction: 0.85-1.0x
+//              of stage 07 at 4096^3: the kernel is FMA-issue-bound, not latency-bound; the producer's
+//              instructions all load one of the SM's 4 schedulers; and 2 blocks of 288 threads cap registers
+//              at 96 (stage 07: 128).  What could still win: no block-wide barrier, so one slow warp no longer
+//              stalls the other 7.  Measured: 38.6 TFLOP/s at 4096^3 on an H100, 1.06x stage 07
+//              (reports/h100/results.csv).
 //
 // Ragged edges: as stage 07: out-of-range copies have src-size 0 (zero-filled) and point at the matrix
 //              base; a 16-byte chunk of B that straddles N goes as four 4-byte copies; stores are
@@ -36,14 +30,6 @@
 // Alignment:   sgemm_warp_specialized assumes 16-byte aligned A, B, C, D and leading dimensions that are
 //              multiples of 4 (the launcher checks); sgemm_warp_specialized_unaligned is the same template
 //              with 4-byte copies of B and a scalar epilogue.
-// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-//              ncu --clock-control none).
-//              38.0 TFLOP/s (74% of cuBLAS), 1.02x stage 07 (37.4); at 8192^3 38.5 vs 37.9.
-//              So on Hopper warp specialization is not slower, unlike seed 000 on an L4, and not faster to
-//              speak of.  ncu: 2775M instructions (stage 07: 2990M) because one warp with hoisted
-//              addresses does all copying, issue slots 76% busy (stage 07: 81%) at 96 registers.  The
-//              seed's pipeline (cuda::pipeline) keeps shared state per stage, raw mbarriers do not; that
-//              this is why the L4 result does not carry over is a guess, not measured here.
 #include "gemm_common.cuh"
 #include "async_copy.cuh"
 

@@ -16,9 +16,8 @@
 //              FMAs instead of 16; BK = 32 takes a quarter of the barriers; and every copy's address is
 //              worked out once per block (Copier), so a k-tile costs one add and one compare per copy.
 // Why faster:  the FP32 pipe issues one FMA warp-instruction per scheduler per clock, so every other
-//              instruction and every stalled cycle is lost throughput.  The tuning steps, each timed at
-//              4096^3 on an H100 against cuBLAS (NOTES.md): 8x8 per lane in 128x128 tiles, 77%; 16x8 per
-//              lane in 128x256 tiles, 84%; BK 16, 87%; copy addresses hoisted, 90%; BK 32, 94%.
+//              instruction and every stalled cycle is lost throughput (the tuning steps are in NOTES.md).
+//              Measured: 46.2 TFLOP/s at 4096^3 on an H100, 89.6% of cuBLAS (reports/h100/results.csv).
 //
 // Ragged edges: a copy whose source lies outside A or B (past M, N or K) copies 0 bytes and zero-fills its
 //              destination (cp.async's src-size operand), and points at the matrix base, so no out-of-range
@@ -27,11 +26,6 @@
 //              this); stores are masked per element.
 // Alignment:   sgemm_best_* assumes 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); sgemm_best_*_unaligned is the same template with 4-byte copies and scalar stores.
-// Measured:    H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-//              ncu --clock-control none).
-//              sweep: 48.4 TFLOP/s, 93.7% of cuBLAS at 4096^3; 49.4, 96.3% at 8192^3.  ncu at 4096^3
-//              (sgemm_best_128x256): 2406M instructions (cuBLAS 2428M), issue slots 84% busy (cuBLAS's
-//              sm80_xmma_gemm_f32f32 256x128x8 SIMT kernel: 90%), no shared-memory bank conflicts.
 #include "gemm_common.cuh"
 
 namespace {

@@ -15,35 +15,20 @@
 //              03's structure (copy a tile, barrier, compute, barrier).
 // Why faster:  the tensor cores' fp16 rate on H100 is ~12x the FP32 pipe's.  This plain kernel reaches little
 //              of it: its copies are scalar, and nothing is in flight while the tensor cores work (stage 11).
-// Measured:    H100 SXM, tools/wmma_probe.py (L2 flushed, median, 1950-1980 MHz), working tree on 5115fad:
-//              f16 -> f32 68.9 TFLOP/s at 4096^3 (9.3% of cuBLAS fp16 -> fp16, 743), 70.9 at 8192^3;
-//              bf16 -> f32 55.7 at 4096^3.  Stage 09's fp32 SIMT best was 48.4.
+//              Measured: fp16 -> fp32 68.7 TFLOP/s at 4096^3 on an H100, 9.1% of cuBLAS fp16
+//              (reports/h100/results.csv).
 //
-// Type pairs:  (A, B) -> (C, D), fragment shape; all extern "C" entries wmma_{pair}_{ab} and, for the four
-//              pairs that have them, wmma_m32n8k16_{pair}_{ab} and wmma_m8n32k16_{pair}_{ab}:
-//                f16f32  half -> float         16x16x16, 32x8x16, 8x32x16
-//                f16f16  half -> half          16x16x16 (accumulates in fp16)
-//                bf16f32 bfloat16 -> float     16x16x16, 32x8x16, 8x32x16
-//                tf32f32 float -> float        16x16x8 (precision::tf32; inputs rounded by __float_to_tf32)
-//                i8i32   signed char -> int    16x16x16, 32x8x16, 8x32x16
-//                u8i32   unsigned char -> int  16x16x16, 32x8x16, 8x32x16
-//                f64f64  double -> double      8x8x4 (DMMA)
-//              nvcc 13.0 accepts every one of these for sm_90a (CUDA Programming Guide, "Warp Matrix
-//              Functions": the same table).  Epilogue arithmetic: float for the float and half accumulators
-//              (then rounded to D's type), double for f64, and for the integer pairs int32 with alpha and beta
-//              taken as the integers they are (wrapping modulo 2^32, as unsigned arithmetic defines it).
-// Layouts:     {ab} is A's then B's storage order (r = row-major, c = column-major, i.e. a transposed view).
-//              Each shared tile keeps its operand's global order, so a column-major operand is copied with
-//              its own contiguous dimension still contiguous (coalesced reads) and loaded into a col_major
-//              fragment; transposing while staging would have made one side of every copy strided.
-// Shared tile: wmma::load_matrix_sync wants a 256-bit aligned pointer and an ldm that keeps every row 256-bit
-//              aligned (PTX ISA: each row starts at a multiple of the fragment's size; NVIDIA's
-//              cudaTensorCoreGemm sample skews rows by 16 halves for this reason).  8-bit fragments are 16
-//              bytes wide and the narrow side of 32x8 / 8x32 fragments 16 bytes for half, so fragments placed
-//              side by side in one row could not all start on 32-byte boundaries.  Each tile is therefore
-//              stored as slabs, one per fragment width W along its contiguous dimension: slab s holds columns
-//              [sW, sW + W) of every row, each row padded to a multiple of 32 bytes (P elements).  Every
-//              fragment then starts a slab row, 32-byte aligned, with ldm = P.
+// Type pairs:  (A, B) -> (C, D): half and bfloat16 -> float, signed and unsigned char -> int, in 16x16x16,
+//              32x8x16 and 8x32x16; half -> half (16x16x16); float -> float as tf32 (16x16x8, inputs rounded
+//              by __float_to_tf32); double -> double (8x8x4, DMMA).  Entries wmma_{pair}_{ab} ({pair}: input
+//              then accumulator type, e.g. f16f32), plus wmma_m32n8k16_* and wmma_m8n32k16_* for those shapes.
+//              Epilogue arithmetic: float (float and half accumulators), double (f64), int32 (integer pairs;
+//              alpha and beta as integers, wrapping modulo 2^32).
+// Layouts:     {ab} is A's then B's storage order (r = row-major, c = column-major); each shared tile keeps
+//              its operand's global order (coalesced copies; a column-major operand loads col_major).
+// Shared tile: load_matrix_sync wants 32-byte aligned fragment rows, which fragments side by side in one row
+//              cannot all have (8-bit fragments are 16 bytes wide), so each tile is stored as slabs, one per
+//              fragment width W, rows padded to a multiple of 32 bytes (P elements), ldm = P.
 // Ragged edges: elements outside M, N or K are stored as zeros (they add nothing), and D is written element
 //              by element under bounds checks.  Any alignment of A, B, C and D is fine (2-byte elements at odd
 //              offsets included): every global access is a scalar of the element's own type.

@@ -14,14 +14,8 @@
 //              (a fragment of A loaded from shared memory fed 2 mma_syncs).  Here the copies run 3 tiles
 //              ahead, bypass the registers, move 16 bytes each, and a fragment of A feeds 2, of B 4 mma_syncs.
 // Why faster:  the tensor cores wait on neither global memory latency (3 tiles in flight) nor the copy
-//              instructions' issue slots (16 bytes per copy instead of stage 10's 2).
-// Measured:    H100 SXM, tools/wmma_probe.py (L2 flushed, median; cuBLAS = torch.mm on the same inputs, timed
-//              adjacently), working tree on 5115fad:
-//                4096^3 fp16 225.6 TFLOP/s, 30.3% of cuBLAS (743); bf16 172.2, 22.2% (774); 1980 MHz
-//                8192^3 fp16 235.3 TFLOP/s, 34.8% of cuBLAS (676); bf16 179.7, 25.0% (719); 1760-1840 MHz
-//              Stage 10's f16 -> f32 pair: 68.9 TFLOP/s at 4096^3, so 3.3x.  Why bf16 runs ~25% slower than
-//              fp16 through the same template is not established (not profiled; the SASS of the two would
-//              be the first thing to compare).
+//              instructions' issue slots (16 bytes per copy instead of stage 10's 2).  Measured: fp16 232.9
+//              TFLOP/s at 4096^3 on an H100, 30.8% of cuBLAS, 3.4x stage 10 (reports/h100/results.csv).
 //
 // fp16 and bf16 in, fp32 accumulation, C and D in the input type (as cuBLAS HGEMM): wmma_async_f16,
 // wmma_async_bf16, and their _unaligned twins.  A and B row-major.

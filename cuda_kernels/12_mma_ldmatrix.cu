@@ -19,17 +19,10 @@
 // Changed:     stage 11 ran WMMA 16x16x16 fragments out of padded shared tiles (rows skewed by 16 halves) and
 //              staged D through shared memory; here the fragments are loaded by ldmatrix and multiplied by
 //              mma.sync, the tiles are unpadded and D leaves from the registers.
-// Why faster:  it is not, as registered: the ldmatrix conflicts are the whole story.  ncu --clock-control
-//              none at 4096^3 fp16: 218,104,056 of the 268,435,704 shared-load wavefronts are bank conflicts
-//              (exactly 4-way for A and 8-way for B: 128 wavefronts per k16 step and warp instead of 24),
-//              0 store conflicts, 1.41 ms.  The same kernel with every shared row padded by 8 elements
-//              (x12_pad8: 16 bytes, so 8 consecutive rows start in 8 different bank quads) runs at 255
-//              TFLOP/s; stage 13 swizzles instead of padding.
-// Measured:    H100 SXM, tools/mma_probe.py (L2 flushed, median, cuBLAS = torch.mm timed just before), 1980 MHz:
-//                4096^3 fp16 99.6-101.1 TFLOP/s, 13.3-13.7% of cuBLAS; bf16 97.2-99.6, 12.7-13.2%
-//                8192^3 fp16 99.7-100.5 TFLOP/s, 14.7-14.9%; bf16 99.7-101.2, 14.4-15.0% (1790-1890 MHz)
-//              x12_pad8: 255.4 (4096^3 fp16, 34.1%) and 255.1 (8192^3, 37.4%); stage 13's 128x256x64 tile
-//              in 4 slots unswizzled (x12_128x256x64_s4, 8-way conflicts for both operands): 106-110.
+// Why faster:  it is not, as registered: the ldmatrix conflicts are the whole story.  ncu at 4096^3 fp16
+//              (reports/profile.csv): 218M of the 268M shared-load wavefronts are bank conflicts (128 per
+//              k16 step and warp instead of 24).  Padding every row by 8 elements (x12_pad8 below) removes
+//              them; stage 13 swizzles instead.
 //
 // Ragged edges: only whole in-range 16-byte chunks go by cp.async; a chunk that straddles or lies past K or M
 //              (A), K or N (B) is loaded element by element and stored with zeros after them (a partial
@@ -294,8 +287,8 @@ __device__ __forceinline__ void gemm_mma(int M, int N, int K, double alpha_, con
     }
 
 #ifdef MMA_EXPLORE
-// Candidates for tools/mma_probe.py (not registered; "Measured" above): the same kernel with padded rows (8
-// elements: every ldmatrix row 16 bytes further round the banks), and stage 13's geometry unswizzled.
+// Candidates for tools/mma_probe.py (not registered; NOTES.md has their figures): the same kernel with padded
+// rows (8 elements: every ldmatrix row 16 bytes further round the banks), and stage 13's geometry unswizzled.
 using XPad8 = Cfg<128, 128, 32, 2, 4, 3, 8>;
 using XBig = Cfg<128, 256, 64, 2, 4, 4>;
 MMA_ENTRY(x12_pad8_f16, XPad8, __half, true, 1)

@@ -1,89 +1,34 @@
 // Stage 13 - XOR-swizzled shared memory, and what else makes mma.sync fast.
 //
 // Technique:   as stage 12, each warp owns a 64x64 tile of D in fp32 registers and feeds mma.sync m16n8k16
-//              from shared memory with ldmatrix (x4 for A, x4.trans for row-major B).  The shared tiles keep
-//              their row-major shape, but each row's 16-byte chunks are permuted: chunk c of row r is stored
-//              at chunk c ^ (r % 8) (a row of only 4 chunks, BK = 32, XORs with (r / 2) % 4, two rows sharing
-//              one 128-byte line).  An 8x8 matrix of ldmatrix is one chunk from each of 8 consecutive rows:
-//              unswizzled, with rows a multiple of 128 bytes long, those 8 chunks sit in the same 4 banks
-//              (stage 12); swizzled, they are the 8 different chunks of a 128-byte line, all 32 banks.  A
-//              warp's cp.async stores write whole rows, only permuted, so they should stay spread too (a
-//              prediction: ncu's shared-store conflict counter does not see cp.async's writes, stage 07).
-//              Besides the swizzle this is the tuned kernel: 128x256 block tiles (8 warps of 64x64), BK 64
-//              through a 4-slot cp.async ring (192 KiB), the next k-step's fragments loaded while the current
-//              step's 32 mma.sync issue (register double buffering; the ring's barrier sits one k-step before
-//              the end of a k-tile, so the next step's fragments are already in registers when it lifts), the
-//              next k-tile's copies spread over the k-steps, k-tiles wholly inside A and B copied by a
-//              second k-loop with no bounds checks, thread blocks walked in groups of 8 block-rows (L2 reuse
-//              within a wave), and an epilogue through shared memory: the fp32 tile is staged, then each
-//              thread reads C and writes D in 16-byte vectors along a row.
+//              from shared memory with ldmatrix (x4 for A, x4.trans for row-major B).  Each shared row's
+//              16-byte chunks are permuted: chunk c of row r is stored at chunk c ^ (r % 8) (rows of only 4
+//              chunks, BK = 32, XOR with (r / 2) % 4, two rows sharing one 128-byte line).  The 8 rows of an
+//              ldmatrix 8x8 matrix then read the 8 different chunks of a 128-byte line, all 32 banks, instead
+//              of the same 4 banks (stage 12).  Also tuned: 128x256 block tiles (8 warps of 64x64), BK 64
+//              through a 4-slot cp.async ring (192 KiB), fragments double-buffered in registers, the next
+//              k-tile's copies spread over the k-steps, k-tiles wholly inside A and B copied without bounds
+//              checks, blocks walked in groups of 8 block-rows (L2 reuse within a wave), and an epilogue
+//              staged through shared memory (C read and D written in 16-byte vectors along a row).
 // Reproduces:  seed 000 kernel 9 (mma.sync with swizzling; its get_swizzled_index XORs 8-column groups of
 //              2-row pairs - here the unit is the 16-byte chunk ldmatrix reads, as in CUTLASS's Sm80 shared
 //              layouts), and the structure of CUTLASS's sm80 multistage mainloop.
 // Changed:     stage 12 kept the tiles unswizzled, 128x128x32 in 3 slots, checked bounds on every copy and
 //              stored D from the fragments.
-// Why faster:  ncu at 4096^3 fp16: stage 12 spends 218M of its 268M shared-load wavefronts on bank conflicts;
-//              here 1.6% are, about what the epilogue's strided reads alone should give (below), so ldmatrix
-//              is conflict-free or nearly (the two were not counted apart).  Then the tuning steps, timed at
-//              4096^3 fp16 against cuBLAS: swizzle + the tile above with bounds on every copy, 419 TFLOP/s
-//              (56%); interior k-tiles copied without bounds (the k-loop falls from 400 to 232 instructions
-//              per warp and k-tile, 128 of them mma.sync), 484 (65%).
-// Measured:    H100 SXM (1980 MHz max), tools/mma_probe.py: L2 flushed, median, cuBLAS = torch.mm on the same
-//              inputs timed just before; two runs of the registered configuration:
-//                4096^3 fp16 483.6 / 471.2 TFLOP/s, 65.1% / 63.8% of cuBLAS (742, 738); bf16 490.8 / 475.4,
-//                  64.9% / 62.6% (756, 759); 1965-1980 MHz
-//                8192^3 fp16 451.3 / 451.5, 67.0% / 66.9% (674, 675); bf16 459.3 / 464.0, 66.4% / 68.6%
-//                  (691, 676); ours at 1710-1760 MHz, cuBLAS at 1525-1670 (the clock sags under load)
-//              Short of the 75% of cuBLAS issue 7 asks for.  The mma.sync issue rate itself
-//              (study/kernels/mma_peak.cu) is 645-653 TFLOP/s f16 and 653-659 bf16 at 1980 MHz, so this is
-//              ~74% of what mma.sync can issue at 4096^3.  A register-fed 64x64 warp tile (mma_tile_f16: 32
-//              accumulators, 8 warps per SM, no memory) runs at 666, so neither operand registers nor 2 warps
-//              per scheduler limit it; a one-wave problem with a long k-loop (1408x3072x32768: 132 tiles, 512
-//              k-tiles) runs at 499-503, ~80% at its clock, so the k-loop itself loses ~20% and the per-tile
-//              prologue/epilogue and the 3.9-wave tail the rest.  At the mma.sync rate the k-loop's ldmatrix
-//              reads (8 warps x 32 x 512 B) and cp.async writes (48 KiB) per k-tile would need ~84% of shared
-//              memory's 128 B/clock: the likeliest limit, not separated yet (the ABL variants below exist to
-//              do that; not run).
-//              Tried, not faster (4096^3 / 8192^3 fp16, TFLOP/s): 3 ring slots 468 / 448; 256x128 tiles
-//              468 / 435; 128x128 tiles, 4 warps, 2 blocks per SM 430 / 399; BK 32 in 4 slots 467 / 424, in
-//              6 slots 466 / 436; D stored from the fragments 446 / 436; 16 block-rows per group 471 / 435;
-//              per-slot mbarriers (full / empty) instead of the block barrier, copies 2 or 3 k-tiles ahead,
-//              466-475 / 423-445.
-//              ncu --clock-control none, 4096^3 fp16: 544,229 shared-load bank conflicts in 34.75M load
-//              wavefronts (1.6%; about what the epilogue's 2-way strided 16-byte staging reads give, ~0.52M;
-//              the 33.5M wavefronts of ldmatrix need exactly 4 per x4), 0 store conflicts; tensor pipe active
-//              81% of cycles (cuBLAS's wgmma kernel nvjet_sm90_hsh_256x128: 95%).
+// Why faster:  ncu at 4096^3 fp16 (reports/profile.csv): stage 12 spends 218M of its 268M shared-load
+//              wavefronts on bank conflicts; here 1.6% are, about what the epilogue's strided reads alone give.
+//              Measured: fp16 477.4 TFLOP/s at 4096^3 on an H100, 63.1% of cuBLAS (reports/h100/results.csv).
 //
-// The TMA form (cuda:13_swizzle-tma, entries mma_swizzle_tma_*): the same 64x64 warp tiles, swizzle, ldmatrix
-//              and mma.sync, fed differently.  The copy engine (TMA) fills each slot from two tensor maps with its
-//              128-byte swizzle, which is exactly swz<8> above; one thread of a producer warpgroup issues the 5
-//              copies of a k-tile (instead of 12 cp.async per thread) as soon as the slot's empty mbarrier says
-//              all 256 consumer threads have read it, and the consumers wait on the slot's full mbarrier: no
-//              block barrier in the loop.  One block per SM walks the tiles (persistent), so the ring runs on
-//              across tiles and every tile's prologue but the first overlaps the tile before; D is stored from
-//              the registers; setmaxnreg moves registers from the producers (40) to the consumers (232).
-// Why faster:  predicted ~70% of cuBLAS: the ablations above put the copies at ~15% and a bare mma.sync k-loop
-//              with its barriers, prologues and staged epilogues at 72%.
-// Measured:    H200 (1980 MHz max), tools/mma_probe.py as above, run of 3eb42cd (this kernel, unchanged since):
-//                4096^3 fp16 477.8 TFLOP/s, 65.7% of cuBLAS (727.6; the cp.async form 442.3, 60.8%); bf16
-//                  484.3, 64.9% (746.0; cp.async form 448.4), all at 1980 MHz
-//                8192^3 fp16 454.7, 68.2% (666.4; cp.async form 435.3); bf16 459.8, 66.9% (686.9), at 1650-1700
-//                  MHz: at this size the power limit sets the clock
-//              Short of 75% too.  On the way (4096^3 fp16, TFLOP/s): warp 0 of the compute warps as producer,
-//              waiting for the slot at k-step 1, 2 or 3 of each k-tile: 424, 424, 441 (it waited for the slowest
-//              warp); polling without waiting, at every k-step: 294, once per k-tile: 355-359 (a slot found busy
-//              cost a whole k-tile: ncu counted 2.7 long-scoreboard stalls per issue, the cp.async form 0.6);
-//              clusters of 2 blocks along M sharing B by TMA multicast (16 + 16 KiB per block and k-tile from L2
-//              instead of 48): 248-325 with warp 0 producing (a membar per cross-block release), 470 with the
-//              producer warpgroup against 478 without, so L2 bandwidth is not what limits it; 3 slots: 472.
-//              Sweep of e92e8c6 (reports/h200-tc/, cuBLAS timed adjacently): 4096^3 fp16 484.8 (64.9%), bf16
-//              494.0 (64.5%); 8192^3 fp16 459.0 (69.2%), bf16 491.2 (70.4%).
-//              ncu --clock-control none, 4096^3 fp16 (reports/h200-tc/profile.csv): 227,393 shared-load bank
-//              conflicts in 33.8M wavefronts (0.7%), no LSU stores (the copy engine's writes are not LSU
-//              traffic); tensor pipe active 83.8% of cycles (the cp.async form 78.9%, cuBLAS 94.9%).  That is 7.3
-//              active cycles per mma.sync per scheduler, where the register-fed tile above needs 6.4: with the
-//              pipe never idle this kernel would still stop near 585 TFLOP/s, 78% of cuBLAS at 4096^3.
-//              Edges: the tensor maps read zeros past M, N and K; stores are masked as above.
+// The TMA form (cuda:13_swizzle-tma, entries mma_swizzle_tma_*): the same warp tiles, swizzle, ldmatrix and
+//              mma.sync; the copy engine (TMA) fills each slot from two tensor maps with its 128-byte swizzle
+//              (swz<8>), issued by one thread of a producer warpgroup once the slot's empty mbarrier says all
+//              256 consumer threads have read it; the consumers wait on its full mbarrier, so there is no block
+//              barrier in the loop.  Persistent (one block per SM), so every tile's prologue but the first
+//              overlaps the tile before; D is stored from the registers; setmaxnreg gives the producers 40
+//              registers and the consumers 232.  Edges: the tensor maps read zeros past M, N and K; stores
+//              are masked.
+// Why faster:  predicted ~70% of cuBLAS (the ablations are in NOTES.md).  Measured: fp16 481.8 TFLOP/s at
+//              4096^3 on an H100, 63.7% of cuBLAS (reports/h100/results.csv).
 //
 // Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
 //              matrix base, so no out-of-range address is formed; a 16-byte chunk that straddles K (A) or N
@@ -714,7 +659,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
     SWIZZLE_ENTRY(NAME##_bf16, CFG, __nv_bfloat16, true, MIN_BLOCKS)
 
 #ifdef MMA_EXPLORE
-// Candidates for tools/mma_probe.py (not registered); "Measured" above records what they gave.
+// Candidates for tools/mma_probe.py (not registered); NOTES.md records what they gave.
 using X13_128X256X64_S3 = Cfg<128, 256, 64, 2, 4, 3>;
 SWIZZLE_PAIR(x13_128x256x64_s3, X13_128X256X64_S3, 1)
 using X13_256X128X64_S4 = Cfg<256, 128, 64, 4, 2, 4>;

@@ -3,73 +3,36 @@
 // Technique:   every fp32 operand x is split into hi = fp16(x) and lo = fp16((x - hi) * 2^11), and the fp32
 //              product is rebuilt from three fp16 tensor-core products:
 //                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped)
-//              hiA hiB collects in a tensor-core accumulator for 4 k-tiles (128 k) at most, then is added to
-//              fp32 registers with ordinary round-to-nearest FADDs; the two correction products, 2^11
-//              smaller, share their own tensor-core accumulator.  On Hopper this runs on wgmma (m64n128k16,
-//              two warpgroups of 64x128 per 128x128 tile), in two kernels.  The first splits B once into
-//              hi/lo fp16 tiles laid out exactly as wgmma reads them from shared memory.  In the GEMM each
-//              warp copies, by cp.async into a 4-slot ring, its own 16 rows of fp32 A, which it splits in
-//              registers straight into wgmma's A fragments, and 1/8 of the k-tile's split B.  The split of
-//              k-tile t+1 runs while the tensor cores work on tile t.
-// Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs. (6)-(7),
-//              its WMMAe idea (fragments built in registers from fp32 data, no hi/lo copy of A in shared
-//              memory), and its central finding, that accumulating inside the tensor cores (which round toward
-//              zero) is what kept Markidis et al.'s method short of fp32 accuracy.  The variants, one template:
-//                tcec_fp16      the method;
-//                tcec_markidis  lo unscaled, every product accumulated inside one tensor-core accumulator;
-//                tcec_nocorr    hi only: an fp16 GEMM of rounded inputs, the floor;
-//                tcec_tf32      3xTF32 (hi = tf32(x), lo = tf32(x - hi)) on mma.sync m16n8k8: fp32's exponent
-//                               range, so no scaling and no fp16 range limit.  A reference for accuracy, not
-//                               tuned: tf32 wgmma would need both operands K-major.
+//              hiA hiB collects in a tensor-core accumulator for at most 4 k-tiles (128 k), then is added to
+//              fp32 registers with round-to-nearest FADDs; the two corrections share their own accumulator.
+//              On Hopper this is wgmma (m64n128k16, two warpgroups of 64x128 per 128x128 tile), in two
+//              kernels: the first splits B once into hi/lo fp16 tiles laid out as wgmma reads them; in the
+//              GEMM each warp cp.asyncs its own 16 rows of fp32 A (and 1/8 of the k-tile's split B) into a
+//              4-slot ring and splits A in registers straight into wgmma's A fragments, the split of k-tile
+//              t+1 overlapping the tensor cores' work on tile t.
+// Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs.
+//              (6)-(7), its WMMAe idea (fragments built in registers from fp32 data), and its finding that
+//              accumulating inside the tensor cores (which round toward zero) kept Markidis et al.'s method
+//              short of fp32 accuracy.  Variants, one template: tcec_fp16 (the method); tcec_markidis (lo
+//              unscaled, every product in one tensor-core accumulator); tcec_nocorr (hi only, the floor);
+//              tcec_tf32 (3xTF32 on mma.sync m16n8k8: no scaling, no fp16 range limit; an accuracy reference,
+//              not tuned: tf32 wgmma would need both operands K-major).
 // Changed:     the SIMT ladder (01-09) ends at the FP32 FMA pipe, ~64 TFLOP/s.  Here the multiplies move to
 //              the tensor cores, whose fp16 rate is ~12x that, at the price of 3 products per product and a
 //              split of every operand.
 // Why faster:  3 fp16 products at cuBLAS's ~780 TFLOP/s fp16 rate bound this at ~260 TFLOP/s of fp32 work,
-//              5x SGEMM's ~51.  The steps, each timed at 8192^3 on an H100 against cuBLAS SGEMM (~51.3):
-//                1 mma.sync m16n8k16 + ldmatrix, 8 warps of 64x32, split once per block:          79 (1.5x)
-//                  ncu: tensor pipe 37% busy, shared memory 46% (every fragment through ldmatrix);
-//                2 wgmma, 8 warps split then multiply, two barriers per k-tile:                    102 (2.0x)
-//                  ncu: tensor pipe 32% busy, ~550 instructions per warp and k-tile; the SASS of the
-//                  k-loop shows half of them integer: bounds and address arithmetic of the copies;
-//                3 warp-specialized (a producer warpgroup copies and splits B; setmaxnreg):         95
-//                  the one producer warpgroup could not split fast enough;
-//                4 wgmma, warp-owned copies (one barrier per k-tile), A split in registers:         102
-//                5 copies of interior tiles from two moving pointers, no bounds:                  117 (2.3x)
-//                6 A's ring rows padded 36 -> 40 floats (ncu: 2^24 bank conflicts gone),
-//                  copies issued after the wgmmas:                                                 132 (2.6x)
-//                7 hi*hi promoted every 4 k-tiles instead of every one:                            137 (2.7x)
-//                8 B split once, by a first kernel, instead of by every block of a column:         163 (3.2x)
-//                  (at 4096^3: 140 -> 170.)  Every 128-row block split all of B again (32x at 4096^3),
-//                  through shared memory: fp32 in by cp.async, read back, hi/lo written, then read by
-//                  the wgmmas.  An ablation that skipped B's copy and split entirely ran at 210 at
-//                  4096^3, so this was the largest cost left.  ncu at 4096^3 (reports/profile.csv, the
-//                  GEMM kernel before -> after): shared-load wavefronts 37.5M -> 28.4M, shared stores
-//                  18.5M -> 0, instructions 341M -> 215M, tensor pipe active 48% -> 67% of cycles; the
-//                  split kernel itself takes 45 us of the 0.76 ms.
-//              Tried, not faster: the sums in shared memory to free 64 registers (132), single-buffered A
-//              fragments (137), promotion every 8 k-tiles (no gain, relerr 2.3e-7 -> 3.6e-7), 8-byte B loads
-//              writing two core-matrix rows per lane (tcec_markidis fell from ~155 to 133-144; not profiled),
-//              two producer warpgroups splitting A and B for consumers that read both from shared memory
-//              (107), keeping tile t's wgmmas in flight while tile t+1's issue (3 B buffers, a wait for
-//              tile t-1 only; 140.5 against 140.1, before step 8).  Before step 8, tcec_markidis (one
-//              64-register accumulator, 154 registers against 255) ran ~12% faster on the same split.
-// Measured:    H100 SXM, tools/tcec_cuda_probe.py of 547dc09 (this kernel, before the in-block B split was
-//              deleted), L2 flushed, median, randn inputs, cuBLAS SGEMM timed just before:
-//              4096^3 169.5 TFLOP/s, 3.29x cuBLAS SGEMM (51.6), relerr 2.29e-7, 1803 MHz;
-//              8192^3 163.3 TFLOP/s, 3.19x (51.3), relerr 2.51e-7, 1402 MHz (the SM clock sags under tensor
-//              load and moves results by ~10% from run to run).  The sweep's figures are in reports/.
+//              5x SGEMM's ~51.  Measured: 168.9 TFLOP/s at 4096^3 on an H100, 3.27x cuBLAS SGEMM
+//              (reports/h100/results.csv); the tuning steps are in NOTES.md.
 //
 // Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's chunks that cross or lie
 //              past M or K go by 4-byte copies that zero-fill (cp.async's src-size; no out-of-range address is
 //              formed, and no 16-byte copy reaches past the matrix); stores are masked.
 // Alignment:   split_b reads B element by element (any alignment).  tcec_* copy A in 16-byte chunks and store D
-//              in 8-byte pairs, so the launcher takes them only for 16-byte aligned operand starts and leading
-//              dimensions; tcec_*_unaligned is the same template with 4-byte copies and scalar stores
-//              (study/registry.py picks it).
+//              in 8-byte pairs, so they need 16-byte aligned operand starts and leading dimensions; otherwise
+//              study/registry.py picks tcec_*_unaligned, the same template with 4-byte copies, scalar stores.
 // Range:       the fp16 split needs |x| <= 65504 (beyond it hi is inf and D turns inf/NaN: loud, not silent),
 //              and loses accuracy for |x| < ~2^-14, where lo falls into fp16 subnormals (and hi itself below
-//              2^-24 becomes 0).  tcec_tf32 has neither limit.  The report measures both on a wide-range
-//              input distribution.
+//              2^-24 becomes 0).  tcec_tf32 has neither limit; the report measures both on wide-range inputs.
 #include <cuda_fp16.h>
 
 #include "async_copy.cuh"

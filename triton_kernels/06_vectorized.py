@@ -1,46 +1,27 @@
 """Stage 06 (Triton) - vectorized access: A and B arrive as whole 16-byte-vectorized tiles.
 
 Technique:  stage 05's program (256 threads, 128x128 tile of D, BLOCK_K = 8, an 8x8 block of outputs per
-            thread), but each k-tile of A (128x8) and of B (8x128) is now loaded in one go, as a tensor
-            whose last axis is k: a_tile[tm, 1, i, 1, k] = A[row, k0 + k], b_tile[1, tn, 1, j, k] =
-            B[k0 + k, col].  Three rounds of tl.split (each halves the last axis) cut each tile into its
-            8 k-slices, which are exactly stage 05's per-k operands, and the rank-1 updates follow.
-            There is no vector type in Triton: the 16-byte loads and stores come from the compiler's axis
-            analysis, which finds 4 adjacent, 16-byte aligned floats per thread once the runtime has
-            specialised the pointers and leading dimensions as multiples of 16 (it does on its own for
-            aligned tensors; an odd view gets scalar code, still correct).
-Reproduces: seed 000 kernel 4 (float4 loads; 23.7 -> 15.2 ms on an L4), seed 001 ("vectorized access": float4
-            loads of A and B, A transposed into shared memory, float4 epilogue; 7442 -> 8816 GFLOP/s).
-Changed:    stage 05 issued, per k-tile, 64 scalar loads of A (its 8 rows are lda apart) and 16 vector loads
-            of B.  Now one ld.global.v4 of A and one of B per thread per k-tile, and the compiler moves the
-            data to where it is needed through shared memory, like the CUDA stage's transposed As.
+            thread), but each k-tile of A (128x8) and of B (8x128) is loaded in one go, as a tensor whose
+            last axis is k.  Three rounds of tl.split (each halves the last axis) cut each tile into its 8
+            k-slices, stage 05's per-k operands, and the rank-1 updates follow.  There is no vector type in
+            Triton: the 16-byte loads and stores come from the compiler's axis analysis.
+Reproduces: seed 000 kernel 4 (float4 loads), seed 001 ("vectorized access": float4 loads of A and B, A
+            transposed into shared memory, float4 epilogue).
+Changed:    stage 05 issued, per k-tile, 64 scalar loads of A and 16 vector loads of B.  Now one
+            ld.global.v4 of A and one of B per thread per k-tile, and the compiler moves the data to where
+            it is needed through shared memory, like the CUDA stage's transposed As.
 Why faster: 2 global load instructions per 512 FMAs instead of 80, and no per-k address arithmetic or
-            masking.  SASS of the K loop: 512 FFMA in 584 instructions (88%), against 781 (66%) in stage
-            05.  Prediction: 1.2-1.5x over Triton 05 at 4096^3 (the CUDA stage expects 1.1-1.3x).
+            masking (K loop: 512 FFMA in 584 instructions, against 781).  Predicted 1.2-1.5x Triton 05;
+            measured 1.42x (26.8 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv).
 Ragged edges: masked tile loads give zeros outside M, N and K; masked stores skip rows and columns outside D;
             beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
-
-What the compiler made of it (Triton 3.6, sm_90, compiled offline, 16-byte aligned operands):
-* Global loads: A's tile in a blocked layout with sizePerThread 4 along k (a thread reads 4 consecutive k
-  of one row: ld.global.v4), B's tile with sizePerThread 4 along the columns (ld.global.v4 of 4 adjacent
-  columns of one row).  That is the CUDA stage's float4 load map, found by the coalescing pass.
-* tl.split needs the split axis inside one thread, and the FMAs need stage 05's layout (accumulator:
-  sizePerThread [1, 1, 1, 1], threadsPerWarp [1, 1, 2, 16], warpsPerCTA [1, 1, 8, 1]).  The compiler gets
-  there through shared memory: per k-tile 4 stmatrix (A), 1 st.shared.v4 (B), 6 bar.sync and 32
-  ld.shared.v4, i.e. the register -> shared -> register transpose the CUDA stage writes by hand (As[k][m]).
-* 238 registers, no spills; shared memory 16 KB (reused by the epilogue's conversion to a layout with 4
-  adjacent columns per thread, so C and D move as ld/st.global.v4).
-Differences from the CUDA stage: CUDA also XOR-swizzles As and regroups each thread's outputs into 2x2
-blocks of 4x4 to avoid bank conflicts; here the shared-memory layouts of the conversions are Triton's
-choice, and the per-thread block stays stage 05's contiguous 8x8 so that this stage changes one thing.
-Bank conflicts of Triton's choice are not checked offline.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-26.8 TFLOP/s (52% of cuBLAS), 1.42x Triton 05, inside the
-1.2-1.5x predicted; CUDA 06: 36.4.  ncu: no shared-load bank conflicts in Triton's conversion layouts (403M
-wavefronts, as CUDA 06) and 2453M instructions (CUDA: 2529M), but 238 registers leave one program of 8
-warps per SM (CUDA: two), and issue slots are 47% busy (CUDA: 66%).
+Alignment:  none required.  The 16-byte accesses need pointers and leading dimensions that the runtime
+            specialises as multiples of 16 (it does for aligned tensors); an odd view gets scalar code.
+Compiles to (Triton 3.6, sm_90): ld.global.v4 of A along k and of B along the columns (the CUDA float4
+            map).  tl.split's layout change goes register -> shared -> register (stmatrix, st.shared.v4,
+            ld.shared.v4, 6 bar.sync per k-tile): the transpose CUDA writes by hand, in shared layouts of
+            Triton's choice (CUDA also swizzles and regroups into 4x4 blocks).  238 registers, no spills:
+            one program per SM (CUDA: two).
 """
 from __future__ import annotations
 

@@ -5,42 +5,22 @@ Technique:  one program of 256 threads (num_warps=8) owns a 128x128 tile of D.  
             on fp32 inputs means FMAs on the CUDA cores (no tensor cores, no TF32).  With num_stages=4 the
             compiler turns the loads into cp.async copies into a ring of shared-memory slots, issued
             ahead of the dot, so later k-tiles are in flight while the current one is computed.
-Reproduces: seed 000 kernel 5 (N-stage asynchronous pipeline, 4 stages; 15.2 -> 14.9 ms on an L4).
+Reproduces: seed 000 kernel 5 (N-stage asynchronous pipeline, 4 stages).
 Changed:    stage 06 loaded each k-tile into registers and waited for it before computing.  Now the copies
             go global -> shared without a trip through registers, several k-tiles ahead, and tl.dot reads
-            its operands from the shared-memory ring.  The per-thread register tile is no longer chosen
-            by the kernel (see below): tl.dot fixes it.
-Why faster: global-memory latency is hidden behind the FMAs of earlier tiles instead of stalling every
-            k-tile, and the loop stays lean (SASS: 1024 FFMA in 1166 instructions, 88%; stage 06: 512 in
-            584, plus a wait for each tile's loads).  Prediction: 1.1-1.5x over Triton 06 at 4096^3.
+            its operands from the ring.  The per-thread register tile is now fixed by tl.dot (16x4, below).
+Why faster: global-memory latency hides behind the FMAs of earlier tiles, and the loop stays lean (1024
+            FFMA in 1166 instructions).  Predicted 1.1-1.5x Triton 06; measured 1.51x (40.5 TFLOP/s,
+            4096^3 fp32, H100; reports/h100/results.csv).
 Ragged edges: masked loads give zeros outside M, N and K (a masked cp.async copies 0 bytes and zero-fills);
             masked stores skip rows and columns outside D; beta == 0 (HAS_C=False) compiles no load of C.
             Offsets are 64-bit.
-
-What the compiler made of it (Triton 3.6, sm_90, compiled offline):
-* cp.async: yes, for this FMA dot on sm_90.  With 16-byte aligned operands the loads become
-  cp.async.cg.shared.global 16-byte copies (LDGSTS in SASS: 2 of A and 2 of B per thread per k-tile),
-  with cp.async.commit_group / wait_group and one bar.sync pair per k-tile.  If the runtime cannot prove
-  16-byte alignment (an odd view), they become 4-byte cp.async.ca copies (and 255 registers with 80 bytes
-  of spills): slower, still correct.
-* Shared memory: 48 KB = 3 slots x (128x16 + 16x128) x 4 B.  Triton's num_stages=4 keeps 3 k-tiles in
-  the ring (num_stages - 1 slots), not 4.  Plain row-major slots (no swizzle).
-* Accumulator layout: blocked, sizePerThread [4, 4], threadsPerWarp [1, 32], warpsPerCTA [8, 1].  This is
-  fixed by Triton's dot conversion, not by the kernel: for an FMA dot it caps sizePerThread at 4x4 and
-  spreads lanes along N first.  So each thread holds 16 rows x 4 columns (4 blocks of 4x4, 32 rows
-  apart), not the CUDA stage's 8x8.  All 32 lanes of a warp share their 16 rows, so A is read with
-  warp-uniform (broadcast) LDS.128 along k and B with one LDS.128 per k: 5 LDS.128 per 64 FFMA, against
-  CUDA's 4 (stage 09 widens the tile to 16x8).
-* 172 registers, no spills: one program per SM.
-Differences from the CUDA stage: BLOCK_K is 16, not 8 (Triton refuses a dot with K < 16), so each slot
-holds twice the data; the ring has 3 slots of 16 KB instead of 4 of 8 KB.  The A tile stays k-contiguous in
-shared memory (CUDA transposes it with 4-byte copies); the warp-uniform reads make that free here.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-40.5 TFLOP/s (78% of cuBLAS), 1.51x Triton 06, at the top of the
-1.1-1.5x predicted, and faster than CUDA 07 (37.4): ncu counts 2450M instructions against CUDA 07's 2990M
-(16-byte copies only: A stays k-contiguous), issue slots 71% busy, no shared-load bank conflicts.
+Alignment:  none required: 16-byte aligned operands get 16-byte cp.async.cg copies, an odd view 4-byte
+            cp.async.ca copies (and some spills): slower, still correct.
+Compiles to (Triton 3.6, sm_90): num_stages=4 keeps 3 unswizzled ring slots (48 KB), one bar.sync pair per
+            k-tile.  The FMA dot's accumulator is sizePerThread [4, 4] with lanes along N, so a thread
+            holds 16x4 outputs, not the CUDA stage's 8x8, and reads A warp-uniformly with LDS.128.
+            BLOCK_K is 16, not 8 (tl.dot refuses K < 16).  172 registers, no spills.
 """
 from __future__ import annotations
 

@@ -6,40 +6,19 @@ the compiled kernel is stage 07's, instruction for instruction.  This row measur
 the stage 08 name, so that the ladder shows what Triton gives for this step: nothing.
 
 Technique:  (attempted) split the program's warps into a producer that only copies tiles into the shared-
-            memory ring and consumers that only compute, handing slots over through barriers, which is
-            the CUDA stage's 1 producer warp + 8 consumer warps.  (compiled) stage 07: all 8 warps issue
-            their share of every tile's cp.async copies and compute, one barrier pair per k-tile.
-Reproduces: seed 000 kernel 6 (one producer warp feeding consumer warps; 21.4 ms, slower than kernel 5's
-            14.9 ms on an L4).
-Changed:    only the loop's warp_specialize flag, and it changes nothing in the output (below).
-Why faster: it is not; identical code, so expect stage 07's time.  The CUDA stage expects 0.85-1.0x of its
-            stage 07 too: the FMA work is issue-bound, and one producer warp loads one scheduler.
+            memory ring and consumers that only compute, handing slots over through barriers: the CUDA
+            stage's 1 producer warp + 8 consumer warps.  (compiled) stage 07: all 8 warps issue their
+            share of every tile's cp.async copies and compute, one barrier pair per k-tile.
+Reproduces: seed 000 kernel 6 (one producer warp feeding consumer warps).
+Changed:    only the loop's warp_specialize flag, and it changes nothing in the output.
+Why faster: it is not: identical code, so stage 07's time (40.5 TFLOP/s at 4096^3 fp32 on an H100, as
+            Triton 07; reports/h100/results.csv).  The CUDA stage expects 0.85-1.0x of its stage 07 too.
 Ragged edges: stage 07's: masked loads give zeros outside M, N and K; masked stores; beta == 0 (HAS_C=False)
             compiles no load of C.  Offsets are 64-bit.
-
-What the compiler did with the flag (Triton 3.6, offline compiles of this kernel and of a tf32 control):
-* sm_90, num_warps=8 (this file): the loop keeps its {tt.warp_specialize} attribute through TTGIR, but no
-  ttg.warp_specialize op or partition is created, and the PTX equals stage 07's.  The sm_90 pipeline runs
-  Hopper's own pass (nvgpu-warp-specialization, add_hopper_warpspec); it only partitions loops around
-  warp-group MMA (wgmma) dots, and an fp32 ieee dot is lowered to FMAs, never to wgmma.
-* Controls, to show the flag is live elsewhere: the same loop with input_precision="tf32" (a wgmma dot)
-  and num_warps=4 makes the Hopper pass engage, and abort on these pointer (non-TMA) loads:
-      WSLowerToken.cpp:73: processProducerCommitOp: Assertion `false' failed.
-  With num_warps=8 it leaves even the wgmma loop alone.  On sm_100 (where tl.range's docstring says warp
-  specialization is supported, "only on simple matmul loops") the tf32 loop is split into 4 partitions,
-  while this ieee FMA loop fails to compile:
-      Pipeline failed while executing [`TritonGPUAutomaticWarpSpecialization` ..., `NVWSInsertAref` ...]
-* Missing feature, then: automatic warp specialization has no FMA (non-tensor-core) path, and
-  triton.language itself cannot give different warps different code (no warp id, no per-warp branch).
-  Explicit partitions exist one level down, in Gluon (gl.warp_specialize), which is where this study's
-  Gluon stage 08 lives.
-Compiled kernel (as stage 07): 128x128 tile, BLOCK_K 16, 8 warps, cp.async.cg 16-byte copies into a 3-slot
-ring of 48 KB, accumulator sizePerThread [4, 4] (16x4 outputs per thread), 172 registers, no spills.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-40.5 TFLOP/s, identical to Triton 07 (the same kernel,
-as stated above; ncu counts the same 2450M instructions).  CUDA 08: 38.0, Gluon 08: 43.3.
+Why not expressible (Triton 3.6): the sm_90 warp-specialization pass only partitions loops around wgmma
+            dots, and an fp32 ieee dot is lowered to FMAs; triton.language itself cannot give different
+            warps different code (no warp id, no per-warp branch).  Explicit partitions exist one level
+            down, in Gluon (gl.warp_specialize), which is where this study's Gluon stage 08 lives.
 """
 from __future__ import annotations
 

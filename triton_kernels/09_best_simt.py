@@ -1,58 +1,29 @@
 """Stage 09 (Triton) - best SIMT fp32: two side-by-side ieee dots per tile (16x8 per thread), pipelined,
 grouped for L2, autotuned.
 
-Technique:  a program owns a BLOCK_M x BLOCK_N tile of D as two accumulators, the left and right halves
-            (BLOCK_N/2 wide each).  Per K step it loads one BLOCK_M x BLOCK_K tile of A and two
-            BLOCK_K x BLOCK_N/2 tiles of B and issues two tl.dot(..., input_precision="ieee") that share the
-            A operand: true fp32 FMAs, no tensor cores.  num_stages pipelines all three loads through
-            cp.async into shared memory (stage 07), programs run in GROUP_M-grouped order so that
-            neighbouring programs share A and B tiles in L2, and @triton.autotune picks the tile, BLOCK_K,
-            warps and pipeline depth per shape from CONFIGS.
+Technique:  a program owns a BLOCK_M x BLOCK_N tile of D as two accumulators, the left and right halves.
+            Per K step it loads one BLOCK_M x BLOCK_K tile of A and two BLOCK_K x BLOCK_N/2 tiles of B and
+            issues two tl.dot(..., input_precision="ieee") that share the A operand: true fp32 FMAs, no
+            tensor cores.  num_stages pipelines the loads through cp.async (stage 07), programs run in
+            GROUP_M-grouped order so that neighbours share A and B tiles in L2, and @triton.autotune picks
+            the tile, BLOCK_K, warps and pipeline depth per shape from CONFIGS.
 Reproduces: seed 000 kernels 3-5 (2-D register tiling, 16-byte loads, N-stage cp.async pipeline), seed 001
-            (2D block tiling, vectorized access); the same 128x256 tile, 8 warps and 16x8 outputs per
-            thread as the CUDA stage 09.
-Changed:    stage 07 (one 128x128 dot) gave each thread 16x4 outputs, because Triton fixes an FMA dot's
-            accumulator layout itself: TritonToTritonGPU's dot conversion caps sizePerThread at [4, 4] and
-            spreads lanes along N first, so with BLOCK_N >= 128 every thread holds (elements / 4) rows x 4
-            columns.  One 128x256 dot would give 32x4 per thread, but the FMA lowering keeps whole
-            operand fragments live (32 rows x BLOCK_K of A) and spills (255 registers + 88 B of stack at
-            BLOCK_K 16).  Two 128x128 dots on one A tile give each thread 16 rows x 8 columns (two 16x4
-            blocks 128 columns apart), 255 registers and no spills.
-Why faster: per k a thread now reads 16 A values (4 warp-uniform LDS.128 along k, shared by both dots) and
-            8 B values (2 LDS.128) for 128 FMAs, against 16 + 4 for 64 FMAs in stage 07: shared loads per
-            FFMA fall from 5/64 to 3/64.  SASS of the K loop (128x256, BLOCK_K 16): 2048 FFMA in 2230
-            instructions (92%): 96 LDS.128, 6 LDGSTS.128, 16 R2UR, 2 BAR and ~60 others.  The tuned
-            Triton baseline (tutorial configs, one dot) reaches 44.8 TFLOP/s, 87% of cuBLAS, at 4096^3 on
-            an H200.  Prediction for the best config here: 46-49 TFLOP/s (90-95% of cuBLAS's ~51.3) at
-            4096^3 and 8192^3, most likely 128x256 with BLOCK_K 16.  Not yet measured.
+            (2D block tiling, vectorized access); the CUDA stage 09's 128x256 tile, 8 warps and 16x8
+            outputs per thread.
+Changed:    stage 07's one 128x128 dot gave each thread 16x4 outputs: Triton fixes an FMA dot's layout
+            itself (sizePerThread capped at [4, 4], lanes along N first), and one 128x256 dot spills.  Two
+            128x128 dots on one A tile give each thread 16x8 (two 16x4 blocks 128 columns apart).
+Why faster: per k a thread reads 16 A values (shared by both dots) and 8 B values for 128 FMAs: shared loads
+            per FFMA fall from 5/64 to 3/64.  Predicted 46-49 TFLOP/s at 4096^3; measured 43.6, 84.5% of
+            cuBLAS (fp32, H100; reports/h100/results.csv).
 Ragged edges: masked loads give zeros outside M, N and K (a masked cp.async copies 0 bytes); masked stores;
             beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
-
-What the compiler made of it (Triton 3.6, sm_90, compiled offline, 16-byte aligned operands):
-* Each accumulator: blocked, sizePerThread [4, 4], threadsPerWarp [1, 32], warpsPerCTA [8, 1] (128x256,
-  8 warps) or [4, 1] (64x256, 4 warps); for the 128-wide tiles (BLOCK_N/2 = 64) threadsPerWarp is
-  [2, 16], which gives 8x8 per thread, the CUDA 05-07 register tile.
-* All lanes of a warp share their rows, so the A reads are warp-uniform (one address per warp).  The PTX
-  mixes v4, v2 and scalar shared loads; ptxas merges them all into LDS.128.  Shared slots are plain
-  row-major (no swizzle).
-* Loads: cp.async.cg 16-byte copies, num_stages - 1 slots.  Shared memory per program: (BM + BN) x BK x 4 B
-  per slot: 48 KB (128x256x16, 3 stages), 72 KB (4 stages), 96 KB (BK 32, 3 stages).
-* Registers and spills per config are listed beside CONFIGS.  With an odd view (no 16-byte
-  specialization) the copies are 4-byte, with a 64-bit address each, and the 128x256 configs spill
-  ~950 B: correct, slow.  The autotuner caches its choice per (M, N, K), not per alignment.
-Against the CUDA stage: same tile, warps and per-thread output count; CUDA picks the tile per shape class
-with a fixed rule and BLOCK_K 32, here the autotuner times CONFIGS once per (M, N, K).  CUDA's lane layout
-(4x4 blocks 32 rows and 16 columns apart) is not available: tl.dot decides the layout.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-43.7 TFLOP/s, 84.5% of cuBLAS at 4096^3; 45.6, 88.9% at 8192^3: the
-46-49 predicted was missed, and so is the 95% target.  Timed one by one in a run beside the sweep, the 8 CONFIGS
-gave 39.9-43.6 at 4096^3; the autotuner picks 64x128x32, 4 warps, 4 stages (168 registers, 3 programs per
-SM).  ncu on that choice: 2423M instructions, the same count as CUDA 09 (2406M) and cuBLAS (2428M), 89%
-of them FFMA, but issue slots only 77% busy (CUDA 09: 84%, cuBLAS: 90%), with 0.60 dispatch stalls per
-issued instruction (CUDA 09: 0.18, cuBLAS: 0.10).  So the gap is in how the K loop's instructions are
-scheduled, not in how many there are, and plain Triton leaves that order to the compiler.
+Alignment:  none required: an odd view gets 4-byte copies (and the 128x256 configs spill): correct, slow.
+            The autotuner caches its choice per (M, N, K), not per alignment.
+Compiles to (Triton 3.6, sm_90): cp.async.cg 16-byte copies into num_stages - 1 unswizzled slots; the A
+            reads are warp-uniform and ptxas merges all shared loads into LDS.128; registers per config are
+            listed beside CONFIGS.  The gap to CUDA 09 lies in how the K loop's instructions are scheduled,
+            not in how many there are (ncu), and plain Triton leaves that order to the compiler.
 """
 from __future__ import annotations
 

@@ -3,52 +3,28 @@
 Technique:  one program per 64x64 tile of D; per BLOCK_K step it loads a 64xBLOCK_K tile of A and a
             BLOCK_Kx64 tile of B straight from global memory (masked) and issues one tl.dot, accumulating
             in the accumulator type of the pair: fp16 -> fp32, bf16 -> fp32, fp32 -> fp32 through TF32
-            (input_precision="tf32", named), int8 -> int32, fp64 -> fp64, and fp16 -> fp16 (gemm_f16acc,
-            out_dtype=tl.float16).  num_stages=1: the compiler may not overlap the next tile's load with
-            this tile's product, which is the unpipelined WMMA loop of the CUDA stage.  D and C are in the
-            accumulator type (seed 003); the fp16-accumulated pair writes fp16.
+            (input_precision="tf32", named), int8 -> int32, fp64 -> fp64, and fp16 -> fp16 (gemm_f16acc).
+            num_stages=1: no load overlaps a product, the unpipelined WMMA loop of the CUDA stage.  D and C
+            are in the accumulator type (seed 003); the fp16-accumulated pair writes fp16.
 Reproduces: seed 003 (generic WMMA GEMM over type pairs, transposed operands as col_major fragments).
 Changed:    stages 01-09 were fp32 FMAs; the multiply-adds now run on the tensor cores.  tl.dot has no
             fragment shape to choose (16x16x16, 32x8x16 ... are CUDA-only, see study/stages.py notes).
 Why faster: a Hopper tensor-core instruction retires a 64xNx16 (wgmma) or 16x8x16 (mma.sync) product per
-            issue, ~15x the fp32 FMA rate for 16-bit inputs.
-Operand layouts: A and B arrive row- or column-major (a.t() views, Problem.a_col/b_col).  The kernel
-            builds its pointers from the storage order, `A + i * lda + k` or `A + i + k * lda`, so the
-            axis analysis finds the unit-stride dimension and the global loads are coalesced along it
-            (16-byte vectors when base and pitch allow).  The dot operand in shared memory then has that
-            dimension innermost ("MN-major" for a column-major A): for 16-bit types wgmma reads it so
-            (its descriptor has a transpose bit); for tf32 and int8 wgmma needs K-major operands and the
-            compiler transposes through registers on the way into shared memory (TTGIR below).
+            issue, ~15x the fp32 FMA rate for 16-bit inputs.  Measured: 187.7 TFLOP/s fp16 at 4096^3 on an
+            H100 (reports/h100/results.csv).
+Operand layouts: A and B arrive row- or column-major (Problem.a_col/b_col).  Pointers follow the storage
+            order, so global loads are coalesced along the unit stride.  16-bit wgmma reads the resulting
+            MN-major operand as it is; tf32 and int8 wgmma need K-major operands, and the compiler
+            transposes through registers on the way into shared memory.
 Ragged edges: masked loads give zeros outside M, N and K; masked stores; beta == 0 (HAS_C=False) compiles
             no load of C.  Offsets are 64-bit.  alpha and beta are passed as fp64 (annotated): the fp64
             pair scales in fp64, the integer pairs in int32 (the contract makes them integral), the rest
             in fp32.
-
-What the compiler made of it (Triton 3.6, sm_90a, compiled offline, 16-byte aligned operands, 64x64 tile,
-4 warps = one warpgroup; instruction counts are per k-tile unless said otherwise):
-* Tensor-core instruction per pair: fp16 -> fp32 wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 (2);
-  bf16 wgmma ...m64n64k16.f32.bf16.bf16 (2); fp32 wgmma ...m64n64k8.f32.tf32.tf32 (4); int8 wgmma
-  ...m64n64k32.s32.s8.s8 (1); fp16 -> fp16 wgmma ...m64n64k16.f16.f16.f16 (2).  fp64 has no wgmma: Triton
-  falls back to MMA v2, mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 (8 per warp, warps 2x2), the
-  sm_90 DMMA shape.  None of the API's WMMA fragment shapes exists here: Triton picks the instruction.
-* The loop body is what num_stages=1 promises: ld.global.v4 (LDG.E.128) of both tiles -> st.shared.v4
-  into NVMMA-swizzled buffers (64-byte swizzle for A's 32-element rows, 128-byte for B) -> fence.proxy.async
-  -> wgmma -> wgmma.wait_group 0 before the next iteration's loads: no copy is in flight during a product.
-  fp64 stages through XOR-swizzled shared memory (swizzled_shared vec 4/8) and reads its operands with
-  ld.shared (ldmatrix moves 16-bit elements only).  No cp.async anywhere.
-* Column-major operands: the load is coalesced along M (A) or N (B) (blocked order [0, 1]).  16-bit pairs
-  store that tile with the same 16-byte shared stores into a "transposed" NVMMA layout that wgmma reads as an
-  MN-major operand: the instruction counts are those of "rr".  tf32 and int8 wgmma take K-major operands
-  only, so an operand whose unit stride is not along K (row-major B, column-major A) is transposed on its way
-  into shared memory with scalar stores: 16 st.shared.b32 per k-tile per operand for tf32, 16 st.shared.b8
-  (rr) / 32 (cr) for int8.
-* int8 accumulation is the s32 wgmma (mma.sync for int8 uses .satfinite: saturating, not wrapping, on
-  int32 overflow; the study's integer inputs stay far below it).
-* Epilogue: the accumulator goes through shared memory (st.shared.v4, ld.shared.v4) to a row-contiguous
-  layout for 16-byte global stores (st.global.v4).  Registers: 88-96 (fp16/bf16/tf32/int8), 56-72 (fp16
-  accumulation), 162-168 (fp64); no spills; 16 KB shared (8 KB for fp16 accumulation).
-Not expressible: uint8 (Triton 3.6's tl.dot asserts "only int8 supported!", compiled and interpreted), and
-the fragment shapes 32x8x16 / 8x32x16 / 16x16x8 / 8x8x4 (study/stages.py notes).
+Compiles to (Triton 3.6, sm_90a): wgmma m64n64k16 (fp16, bf16, fp16 accumulation), m64n64k8 tf32,
+            m64n64k32 s8; fp64 has no wgmma and falls back to mma.sync m16n8k16 f64.  Per k-tile:
+            ld.global.v4 -> st.shared.v4 into NVMMA-swizzled buffers -> wgmma -> wait_group 0, so no copy
+            is in flight during a product; no cp.async.  Not expressible: uint8 (tl.dot asserts "only int8
+            supported!") and WMMA's fragment shapes.
 """
 from __future__ import annotations
 

@@ -6,39 +6,23 @@ Technique:  the stage 11 kernel (128x128 tile, BLOCK_K 32, 8 warps, a 4-deep cp.
             4 x 4 m16n8 accumulator fragments, reads its A fragments with ldmatrix.x4 and its B fragments
             with ldmatrix.x4.trans from shared memory, and issues 32 mma.sync.m16n8k16 per k-tile.
             fp32 accumulation; D and C in the input dtype.  Row-major operands only.
-How it is asked for: on sm_90 Triton picks wgmma whenever the dot allows it (num_warps a multiple of 4,
-            BLOCK_M a multiple of 64) and no tl.dot argument or launch option selects the instruction.
-            The switch is the compiler environment variable DISABLE_MMA_V3=1, read by the
-            AccelerateMatmul pass; it is one of Triton's cache-invalidating variables (part of the on-disk
-            cache key), but not in the user documentation.  gemm() sets it only around its own launch,
-            and this module's kernel is a JITFunction of its own, whose in-memory cache (keyed without
-            the environment) therefore only ever holds MMA v2 binaries.  Without the switch the same
-            source compiles to stage 11's wgmma.
+How it is asked for: on sm_90 no tl.dot argument or launch option selects the instruction.  The switch is
+            the compiler environment variable DISABLE_MMA_V3=1 (part of Triton's on-disk cache key, not in
+            the user documentation).  gemm() sets it only around its own launch, of a JITFunction of its
+            own, whose in-memory cache (keyed without the environment) therefore only ever holds MMA v2
+            binaries.  Without the switch the same source compiles to stage 11's wgmma.
 Reproduces: seed 000 kernel 8 (mma.sync m16n8k16 with ldmatrix) and its 2D warp-tiled variant.
-Changed:    stage 11 let Triton choose, and on Hopper it chose wgmma (two warpgroups of 64x128, operands
-            read by the tensor core straight from shared memory).  Here every operand passes through
-            registers: ldmatrix, then mma.sync, as on Ampere.
-Why faster: on the CUDA side, mma.sync + ldmatrix replaces WMMA's opaque fragment loads with 16-byte
-            per-lane shared reads and a warp tile big enough to reuse each fragment 4 times.  On Hopper
-            mma.sync issues at well under wgmma's rate, so in Triton this stage is SLOWER than stage
-            11 (measured below): it is the instruction-for-instruction counterpart of CUDA stage 12, kept for
-            that comparison.
+Changed:    stage 11 let Triton choose, and on Hopper it chose wgmma (operands read by the tensor core
+            straight from shared memory).  Here every operand passes through registers: ldmatrix, then
+            mma.sync, as on Ampere.
+Why faster: on the CUDA side, mma.sync + ldmatrix replaces WMMA's opaque fragment loads.  On Hopper
+            mma.sync issues at well under wgmma's rate, so in Triton this stage is SLOWER than stage 11:
+            296.4 TFLOP/s fp16 at 4096^3, 57% of stage 11 (H100; reports/h100/results.csv).  It is kept
+            as the instruction-for-instruction counterpart of CUDA stage 12.
 Ragged edges: masked loads give zeros outside M, N and K; masked stores; beta == 0 compiles no load of C.
-
-What the compiler made of it (Triton 3.6, sm_90a, DISABLE_MMA_V3=1, compiled offline, aligned operands):
-* #mma versionMajor 2, warpsPerCTA [2, 4], instrShape [16, 8]: each warp a 64x32 tile of D.
-* Shared layouts: XOR-swizzled (swizzled_shared vec 8, perPhase 2, maxPhase 4 for A's 32-element rows;
-  vec 8, perPhase 1, maxPhase 8 for B), picked by the compiler - the swizzle stage 13 of the CUDA ladder
-  writes by hand is already here.  Bank conflicts not measured (no ncu run on this kernel).
-* Per warp and k-tile: 8 ldmatrix.sync.aligned.m8n8.x4.shared.b16 (A), 4 ldmatrix...x4.trans (B, row-major
-  in shared memory, transposed by the load), 32 mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (SASS
-  HMMA.16816.F32; bf16: .f32.bf16.bf16.f32).
-* Copies: cp.async.cg 16-byte (LDGSTS.E.BYPASS.128), cp.async.wait_group 4 in the loop; num_stages=4
-  gives 3 ring slots here (48 KB) where the wgmma path of stage 11 keeps 4 (64 KB).
-* Epilogue: stmatrix.x4 to shared memory, ld.shared.v4, st.global.v4.  141 registers, no spills.
-Measured on an H100 SXM (tools/triton_tc_probe.py, L2 flushed, median; fp16 4096^3, cuBLAS 741.8 TFLOP/s at
-1980 MHz): 284.7 TFLOP/s, 38.4% of cuBLAS (stage 11's wgmma: 510.9).  bf16 and
-8192^3 not yet measured.
+Compiles to (Triton 3.6, sm_90a, DISABLE_MMA_V3=1): #mma version 2 in XOR-swizzled shared layouts picked by
+            the compiler (the swizzle CUDA stage 13 writes by hand is already here); num_stages=4 gives 3
+            ring slots (48 KB); stmatrix epilogue.  141 registers, no spills.
 """
 from __future__ import annotations
 

@@ -1,55 +1,31 @@
 """Stage 13 (Triton) - the fastest plain-Triton fp16/bf16 GEMM here: persistent, TMA-fed, 128B-swizzled wgmma.
 
 Technique:  a persistent kernel (one program per SM) walks the output tiles in GROUP_M-grouped order.
-            Operands arrive through TMA (host TensorDescriptor objects, one per matrix): each load of a
-            BLOCK_MxBLOCK_K tile of A or BLOCK_KxBLOCK_N tile of B is a single bulk tensor copy that
-            lands in shared memory already in the 128-byte-swizzled layout wgmma reads, zero-filled past
-            the matrix edge.  The loop over tiles is flattened with the K loop (tl.range(flatten=True)),
-            so the pipeliner starts the next tile's loads while this tile's last products and its
-            epilogue run.  The epilogue scales in fp32, rounds once to the input dtype, and writes D
-            through TMA in two BLOCK_N/2-wide halves (epilogue subtiling: half the staging buffer, and
-            the first half's TMA store can proceed while the second half is converted).  C, when beta != 0, is read
-            through TMA as well.
-Reproduces: seed 000 kernel 9 (an XOR-swizzled shared-memory layout against bank conflicts on the
-            operand reads and the copies into shared memory) - here the swizzle is TMA's hardware 128B
-            mode, picked by the compiler, not an XOR we write.  Bank conflicts not measured here.
+            Operands arrive through TMA (host TensorDescriptor objects, one per matrix): each load of an A
+            or B tile is a single bulk tensor copy that lands in shared memory already in the 128-byte-
+            swizzled layout wgmma reads, zero-filled past the matrix edge.  The loop over tiles is flattened
+            with the K loop (tl.range(flatten=True)), so the next tile's loads start while this tile's last
+            products and its epilogue run.  The epilogue scales in fp32, rounds once to the input dtype,
+            and writes D (and reads C, when beta != 0) through TMA in two BLOCK_N/2-wide halves.
+Reproduces: seed 000 kernel 9 (an XOR-swizzled shared-memory layout against bank conflicts); here the
+            swizzle is TMA's hardware 128B mode, picked by the compiler, not an XOR we write.  Bank
+            conflicts not measured here.
 Changed:    stages 11/12 staged tiles with cp.async (every thread computes addresses and issues 16-byte
             copies) into a ring the compiler swizzles; now one thread issues a TMA copy per tile, the
             program stays resident across tiles, and tiles are visited in L2-friendly groups.
 Why faster: TMA frees the warps from address arithmetic and copy issue; persistence removes per-tile launch
             and prologue cost and lets the epilogue overlap the next tile's loads; grouping keeps A and B
-            tiles in L2.
-Alignment:  TMA needs 16-byte aligned base addresses and leading dimensions that are multiples of 16 bytes
-            (TensorDescriptor asserts it).  gemm() checks A, B, C (when read) and D first; any operand that
-            fails sends the whole call to `pointer_kernel` (masked tl.load/tl.store, cp.async pipeline,
-            the stage 11 loop with grouping), so an odd view is slower, never wrong.  Ragged M, N, K on
-            aligned operands stay on the TMA path: loads past the edge read zeros, stores past the edge
-            are clipped by the hardware.
-
-What the compiler made of it (Triton 3.6, sm_90a, compiled offline; TMA_META, beta == 0):
-* Loads: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes (SASS UTMALDG.2D), two
-  per k-tile (A, B), issued by one elected thread after mbarrier.arrive.expect_tx; consumers wait with
-  mbarrier.try_wait.parity.  Shared layout: nvmma_shared 128-byte swizzle for both operands (TMA's
-  SWIZZLE_128B mode) for both operand tiles.
-* Products: two warpgroups of 64 rows; per k-tile each issues 4 wgmma.mma_async.sync.aligned.m64n256k16
-  .f32.f16.f16 (bf16: .f32.bf16.bf16), then wgmma.wait_group 1 before refilling the slot just consumed.
-  One flattened loop over (tile, k-tile): the next tile's first loads are issued before this tile's
-  epilogue.  3 slots of 48 KB; 163 registers, no spills; 180 KB of shared memory in all (213 KB with C).
-* Epilogue: each half (128x128) goes registers -> stmatrix.x4 (16 per half) -> fence.proxy.async ->
-  cp.async.bulk.tensor.2d.global.shared::cta.bulk_group (SASS UTMASTG.2D); cp.async.bulk.wait_group.read 0
-  before the staging buffer is reused.  With C, C's halves arrive by TMA too.
-* Not used, and why: tl.range(warp_specialize=True) changes nothing at num_warps=8 on sm_90 (identical
-  binary); at num_warps=4 Triton's Hopper warp specialization (producer + 2 consumer warpgroups,
-  setmaxnreg) compiles only with a pointer-store epilogue (its partitioner rejects the whole-tile
-  descriptor store), and that kernel did not finish within 240 s on the H100 (hang, not diagnosed).
-Measured on an H100 SXM (tools/triton_tc_probe.py, L2 flushed, median; fp16 4096^3, cuBLAS 741.8 TFLOP/s at
-1980 MHz): 
-            TMA_META (128x256x64, 3 stages, split epilogue)   723.8 TFLOP/s  97.6%  (1965 MHz)
-            the same, 4 stages (229 KB; no room for C)         733.6          98.9%
-            256x128x64, 3 stages                               659.2          88.9%
-            128x128x64, 4 stages                               598.3          80.7%
-            triton:tuned (baseline, autotuned)                 698.5          94.2%  (1860 MHz)
-bf16 and 8192^3 were not measured (device budget); the >= 95% target is so far met at fp16 4096^3 only.
+            tiles in L2.  Measured: 734.7 TFLOP/s fp16 at 4096^3, 97.1% of cuBLAS (H100;
+            reports/h100/results.csv).
+Ragged edges: on aligned operands ragged M, N, K stay on the TMA path: loads past the edge read zeros,
+            stores past the edge are clipped by the hardware.
+Alignment:  TMA needs 16-byte aligned base addresses and leading dimensions (TensorDescriptor asserts it).
+            gemm() checks A, B, C (when read) and D first; any that fails sends the whole call to
+            `pointer_kernel` (masked loads, cp.async pipeline, the stage 11 loop with grouping): slower,
+            never wrong.
+Compiles to (Triton 3.6, sm_90a): UTMALDG.2D loads completing on mbarriers; two warpgroups issuing wgmma
+            m64n256k16; 3 slots of 48 KB; stmatrix + UTMASTG.2D epilogue.  163 registers, no spills.
+            tl.range(warp_specialize=True) gives the same binary at 8 warps on sm_90, so it is not used.
 """
 from __future__ import annotations
 
@@ -62,7 +38,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_kernels._common import check_grid, epilogue, gemm_args, grouped_tile
 
-# The TMA kernel's tile (the docstring's table: fastest measured that also fits C's TMA buffers).
+# The TMA kernel's tile: the fastest measured that also fits C's TMA buffers.
 TMA_META = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, EPI_SPLIT=True, num_warps=8, num_stages=3)
 # The fallback for operands TMA cannot describe (not 16-byte aligned).
 POINTER_META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=4)

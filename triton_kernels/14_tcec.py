@@ -2,73 +2,32 @@
 
 Technique:  each fp32 input x is split in registers into two fp16 numbers, hi = fp16(x) and
             lo = fp16((x - hi) * 2^11), so that x = hi + lo / 2^11 to about 22 bits.  D = A @ B becomes
-            three fp16 tensor-core products, hi_A hi_B + (lo_A hi_B + hi_A lo_B) / 2^11; lo_A lo_B (2^-22
-            of the result) is dropped.  The tensor cores' own accumulation rounds toward zero, so a long K
-            run summed inside them drifts (issue 6's H200 prototype: relerr 4.9e-6 at 4096^3, 4x cuBLAS SGEMM's).  So each k-tile
-            (BLOCK_K = 32 or 64, 2-4 k16 steps) is one chunk in a fresh tensor-core accumulator - the two
-            corrections first, scaled by the exact 2^-11, then hi·hi on top - and the chunk is added into
-            the fp32 accumulator with a round-to-nearest add on the CUDA cores (DeepGEMM-style promotion).
-            gemm_markidis, gemm_nocorr and gemm_tf32 are the same kernel with another split (SPLIT).
-Reproduces: seed 002 (Ootomo & Yokota, WMMAe-TCEC), section 4.4, eqs. (6)-(7): the split with the 2^11
-            scale that keeps lo out of fp16 subnormals, the product without lo·lo, and the sum kept out of
-            the tensor cores' RZ ("avoiding the rounding inside Tensor Cores").  gemm_markidis is the method
-            it improves on (Markidis et al. 2018: lo unscaled, all three products in one tensor-core
-            accumulator); gemm_nocorr is hi alone; gemm_tf32 our own 3xTF32.
+            three fp16 tensor-core products, hi_A hi_B + (lo_A hi_B + hi_A lo_B) / 2^11; lo_A lo_B is
+            dropped.  The tensor cores' own accumulation rounds toward zero, so each k-tile is one chunk in
+            a fresh tensor-core accumulator (the two corrections first, scaled by the exact 2^-11, then
+            hi*hi on top), added into the fp32 accumulator with a round-to-nearest add on the CUDA cores
+            (DeepGEMM-style promotion).  gemm_markidis, gemm_nocorr and gemm_tf32 are the same kernel with
+            another split (SPLIT); gemm_tf32 computes D^T = B^T A^T, since TF32 wgmma wants both shared-
+            memory operands K-major.
+Reproduces: seed 002 (Ootomo & Yokota, WMMAe-TCEC), section 4.4, eqs. (6)-(7): the 2^11-scaled split, the
+            product without lo*lo, and the sum kept out of the tensor cores' RZ.  gemm_markidis is the
+            method it improves on (Markidis et al. 2018); gemm_nocorr is hi alone; gemm_tf32 our own 3xTF32.
 Changed:    stages 01-09 were fp32 FMAs on the CUDA cores.  Now the multiplies run on the tensor cores
             (wgmma, sm_90), three fp16 products per k-tile; the CUDA cores split the operands and promote.
 Why faster: fp16 wgmma retires ~15x the multiply-adds per clock of fp32 FMA, so three products plus the
-            split and the promotion still clear SGEMM's ceiling.  Predicted >= 2x cuBLAS at SGEMM's error.
-            Measured on an H100 SXM (tools/tcec_triton_probe.py: each config launched directly, do_bench
-            median, randn inputs, relerr against float64):
-
-              M=N=K  cuBLAS SGEMM       tcec (128x128x64)      markidis           fp16 hi only       3xTF32
-              4096   51.7 TF, 1.15e-6   133.8 TF 2.59x 2.0e-7  140.0 TF 1.45e-5   267.2 TF 2.9e-4    72.9 TF 2.4e-7
-              8192   48.5 TF, 1.62e-6   125.1 TF 2.58x 2.5e-7  136.6 TF 2.89e-5   258.3 TF 2.9e-4    72.6 TF 3.2e-7
-
-            TCEC is 2.6x cuBLAS SGEMM and 6-7x more accurate than it.  Markidis is as fast but 60-120x
-            less accurate: its unscaled lo loses bits in fp16 subnormals and its sum truncates.
-            study.sweep --quick of bc14610 (reports/, L2 flushed, autotuned): tcec 129.5 TFLOP/s, 2.49x
-            cuBLAS, relerr 2.0e-7 at 4096^3; 123.0, 2.40x, 2.4e-7 at 8192^3 (SM clock 1600-1840 MHz).
-
-What the compiler made of it (Triton 3.6, sm_90, compiled offline with 16-byte aligned operands; 128x128x64
-tile, 8 warps = 2 warpgroups of 64 rows each):
-* A's fp32 tile is read from the cp.async ring (16-byte copies) straight into wgmma's register-operand
-  layout and split there; B's is read back, split, and its hi and lo written as fp16 to a 128-byte-swizzled
-  buffer that wgmma reads from shared memory.  Per k-tile each warpgroup issues 12
-  wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16: 4 for lo_A hi_B (the first with scale-d = 0: a
-  fresh accumulator), 4 for hi_A lo_B, then 64 mul.f32 by 2^-11 (0f3A000000, exact), 4 for hi_A hi_B,
-  each product closed by wgmma.wait_group 0; then 64 add.f32 (round to nearest) into the fp32 accumulator.
-  The promotion is on the CUDA cores, outside every wgmma.
-* Why not `acc += tl.dot(a, b)`: Triton's combine pass rewrites add(dot(a, b, 0), acc) into dot(a, b, acc)
-  and the sum goes back inside the tensor core (a prototype measured exactly the one-accumulator 4.9e-6).  Here the
-  chunk's last dot starts from the scaled corrections, not from zero, so the pattern does not match and the
-  add stays an add - no inline asm, and no wait beyond those Triton inserts anyway.
-* Every product waits (wait_group 0) before the next: a B operand written to shared memory inside the loop
-  is not multi-buffered, so Triton will not leave its wgmma in flight (the plain fp16 product in gemm_nocorr
-  waits too).  Two warpgroups and the cp.async prefetch overlap what they can.
-* Tried and dropped: the corrections in their own loop-carried accumulator (three 64-register tiles: 253
-  registers at BLOCK_K 32, 125 TFLOP/s; spills at 64); both corrections as one dot over a 2*BLOCK_K
-  concatenation (one wait fewer, but the join/reshape shuffles cost more: 48-56); 128x128x128 (spills, 103).
-* 3xTF32 (gemm_tf32) computes D^T = B^T A^T: TF32 wgmma wants both shared-memory operands K-major and B
-  is N-contiguous.  Written straight, Triton wrote B's splits transposed with bank conflicts: 36 TFLOP/s,
-  as fast as Triton's own input_precision="tf32x3".  Transposed, A's split (K-contiguous) is the shared
-  operand and B^T comes from registers (B is staged with 4-byte cp.async, transposed): 72-73.
-  wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32, 12 per k-tile of 32, the same waits and 64 add.f32.
-  Rounding to TF32 is integer code (add, and.b32 0xFFFFE000), bit-exact with cvt.rna.tf32.f32.
-* Registers and spills per config are beside the config lists below.  With odd views (no 16-byte
-  alignment) the copies are 4-byte and most configs sit at 255 registers with up to ~300 B of spills:
-  correct, slower.  The autotuner caches per (M, N, K, SPLIT), not per alignment.
-Ragged edges: masked loads give zeros outside M, N and K (zeros split into zeros, so padding adds nothing);
-            masked stores; beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
-Input range: the fp16 splits need |x| <= 65504: beyond it hi is inf and D gets inf or NaN, never a finite
-            wrong number.  Below |x| ~ 2^-12 bits go gradually (lo's fp16 subnormals put a floor of ~2^-36
-            under the split's absolute error; Markidis' unscaled lo, 2^-25): scale such data first.  The TF32 split keeps fp32's range (only |x| within 2^-12 of FLT_MAX
-            rounds up to inf).
-Against the CUDA stage (cuda_kernels/14_tcec.cu): both run wgmma m64n128k16 with A from registers and B from
-shared memory, two warpgroups per 128x128 tile.  The CUDA stage promotes hi*hi every 4 k-tiles from its own
-accumulator and keeps the corrections apart (three 64-register tiles); here a chunk is one k-tile, the
-corrections are folded into it first, and every product waits.  Triton gives no handle on the MMA chain
-below one tl.dot, nor on which warp copies what.  Neither promotion interval costs accuracy that shows.
+            split and the promotion still clear SGEMM's ceiling.  Predicted >= 2x cuBLAS SGEMM at its
+            error; measured 2.6x (134.3 TFLOP/s at 4096^3, H100; reports/h100/results.csv).
+Ragged edges: masked loads give zeros outside M, N and K (zeros split into zeros); masked stores; beta == 0
+            (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
+Alignment:  none required: odd views get 4-byte copies (and some spills): correct, slower.
+Input range: the fp16 splits need |x| <= 65504 (beyond it D gets inf or NaN, never a finite wrong number);
+            below |x| ~ 2^-12 bits go gradually (lo's fp16 subnormals): scale such data first.  The TF32
+            split keeps fp32's range.
+Compiles to (Triton 3.6, sm_90, 128x128x64, 8 warps): A is split in wgmma's register-operand layout, B's hi
+            and lo are written to a 128-byte-swizzled shared buffer; per k-tile each warpgroup issues 12
+            wgmma m64n128k16, each closed by wait_group 0, then 64 add.f32.  The chunk's last dot starts
+            from the scaled corrections, not from zero, so Triton's combine pass cannot fold the add back
+            into the tensor core.
 """
 from __future__ import annotations
 

@@ -10,36 +10,19 @@ Reproduces: seed 004 (tiled matrix multiplication, TILE_WIDTH, boundary handling
 Changed:    against the Triton stage 03 (which cannot name shared memory and keeps rank-1 updates in
             registers), the staging through shared memory is now written out, as in the CUDA kernel.
 Why faster: each element of A and B loaded from global memory is reused by 32 threads from shared memory:
-            global traffic falls 32x (seed 004: 4 B/FLOP -> 4/TILE B/FLOP).
+            global traffic falls 32x (seed 004: 4 B/FLOP -> 4/TILE B/FLOP).  Measured: 8.5 TFLOP/s at
+            4096^3 fp32 on an H100 (reports/h100/results.csv).
 Ragged edges: masked loads (other=0) zero-fill the parts of a tile outside M, N or K; zeros add nothing to
             the dot product.  The epilogue stores only rows < M and columns < N, and with beta == 0
             (HAS_C=False) C is never read.  All offsets are 64-bit.
-
-Gluon against CUDA:
-* The inner product is gl.dot_fma(As.load(DotOperandLayout(0, L, 0)), Bs.load(DotOperandLayout(1, L, 0)),
-  acc): for a BlockedLayout parent L the operand layouts give each thread its row of As and its column of
-  Bs over all 32 k (k_width must be 0 for a blocked parent), and the dot lowers to 32 fma.rn.f32 per
-  thread - the CUDA loop `acc = fmaf(As[ty][k], Bs[k][tx], acc)`.  It never becomes an MMA: dot_fma builds
-  the FMA dot directly, and the precision test checks the PTX.  The TTGIR still reads `tt.dot ...
-  inputPrecision = tf32`: dot_fma passes no precision and the compile option default_dot_input_precision
-  ("tf32") fills it in, but with blocked-parent operands the lowering is FMA whatever it says; compiling
-  with default_dot_input_precision="ieee" drops the attribute and gives byte-identical PTX.
-* The operand loads are register tensors, so each thread first loads all 32 values of its A row and of its
-  B column, then does the FMAs; CUDA interleaves LDS and FFMA.  Triton picks the instructions: per K step
-  8 LDS.128 for the (contiguous, broadcast) row of As, 8 ldmatrix.x4 for the column of Bs, and stmatrix
-  for the stores into shared memory -- ldmatrix/stmatrix used as 32-bit data movement, no tensor-core math
-  (the SASS of the loop is 32 FFMA, no HMMA).  Compiled for sm_90: 32 registers, 8 KB shared, no spills.
-* Shared layout: SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]) is plain row-major,
-  the CUDA As[32][32]/Bs[32][32]: a warp reads one broadcast word of As and 32 consecutive words of Bs,
-  which the bank arithmetic predicts to be conflict-free.  ncu disagrees a little (below): 1% of the load
-  wavefronts are conflicts, and which access causes them was not measured.  No swizzle was tried.
-* The two gl.thread_barrier() calls are CUDA's two __syncthreads(); Triton's barrier analysis would insert
-  them by itself, and keeps them rather than adding more.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-8.5 TFLOP/s (16% of cuBLAS); CUDA 03: 8.4.  ncu: 32.6M
-shared-load bank conflicts on 3254M wavefronts (1.0%), and 21.2M shared-store conflicts.
+Bank use:   plain row-major tiles (SwizzledSharedLayout(1, 1, 1, [1, 0])), the CUDA As/Bs: a warp reads one
+            broadcast word of As and 32 consecutive words of Bs, which the bank arithmetic predicts to be
+            conflict-free; ncu finds 1% of the shared-load wavefronts conflict (which access, not measured).
+Compiles to (Triton 3.6, sm_90): with blocked-parent DotOperandLayouts gl.dot_fma lowers to 32 fma.rn.f32
+            per thread, never an MMA (the TTGIR's inputPrecision = tf32 is a default that changes nothing).
+            Each thread loads its whole row of As and column of Bs before its FMAs (LDS.128, ldmatrix used
+            as data movement), where CUDA interleaves.  The two gl.thread_barrier() calls are CUDA's two
+            __syncthreads().  32 registers, 8 KB shared, no spills.
 """
 from __future__ import annotations
 

@@ -4,42 +4,24 @@ Technique:  one program (512 threads, num_warps=16) owns a 64x64 tile of D.  The
             the register tile: BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[1, 32],
             warps_per_cta=[8, 2]) gives thread t the 8 rows 8*(t // 64) .. +7 of column t % 64, the CUDA
             stage's threadRow/threadCol map.  Per K step the program loads a 64xBK tile of A and a BKx64
-            tile of B (one element per thread per load, coalesced), stores them to shared memory, and
-            gl.dot_fma runs the FMAs: per k, one B value from shared memory is reused for 8 FMAs, against
-            one FMA per shared load pair in stage 03.
+            tile of B (coalesced), stores them to shared memory, and gl.dot_fma runs the FMAs: per k, one
+            B value from shared memory is reused for 8 FMAs.
 Reproduces: seed 000 kernel 2, seed 001 "1D BlockTiling"; the CUDA stage 04 kernel: same tile, threads and
             output map.
 Changed:    stage 03 computed one output per thread; now 8, so each shared-memory load of B feeds 8 FMAs
             and the loads of A are contiguous 8-row reads (the row-major As tile is read down a column).
-Why faster: shared-memory traffic per FMA falls (CUDA: 9 loads per 8 FMAs instead of 2 per 1; here, per
-            K step of 128 FMAs, 32 LDS.128 of As rows -- the same words for a whole warp -- and 4
-            ldmatrix.x4 for the Bs column), and each barrier covers 8x more FMAs.
+Why faster: shared-memory traffic per FMA falls (CUDA: 9 loads per 8 FMAs instead of 2 per 1), and each
+            barrier covers 8x more FMAs.  Measured: 16.6 TFLOP/s at 4096^3 fp32 on an H100, with
+            maxnreg=64 (reports/h100/results.csv).
 Ragged edges: masked loads (other=0) zero-fill tile parts outside M, N and K; the epilogue stores only
             in-range outputs; beta == 0 (HAS_C=False) compiles no load of C.  All offsets are 64-bit.
-
-Gluon against CUDA:
-* BK is 16, not CUDA's 8.  gl.dot_fma refuses a dot with fewer than 16 k:
-      CompilationError: Input shapes should have M >= 1, N >= 1 and K >= 16
-  (dot_fma goes through tl.dot's semantic check against the CUDA backend's min_dot_size, (1, 1, 16) for
-  16- and 32-bit operands: a tensor-core bound, applied to the FMA dot too).
-  So each K step stages a 64x16 A tile and a 16x64 B tile (2 elements per thread each) and runs one
-  dot_fma of K=16 between the barriers: half the barriers of BK=8 and 8 KB of shared memory instead of 4.
-* The dot-operand layouts (DotOperandLayout(0|1, L, k_width=0)) give each thread its 8 rows of As and its
-  one column of Bs over the 16 k; the loads from shared memory are register tensors, so a thread loads
-  its operands for the whole K=16 step before its FMAs, where CUDA interleaves LDS and FFMA per k.
-* Shared layout is plain row-major (SwizzledSharedLayout(1, 1, 1, [1, 0])), as CUDA's As[BM*BK], Bs[BK*BN];
-  gl.bank_conflicts reports 0 for all four shared accesses.
-* Registers: with Triton's 16-divisibility specialisation (every 4096^3 call) ptxas uses 78 registers,
-  and 512 threads x 78 leaves one program per SM, 16 warps.  CUDA's ptxas fits stage 04 in 50 (two blocks
-  per SM).  The launch option maxnreg=64 restores two programs per SM at the cost of 32 bytes of spills
-  (10 STL, 8 LDL in the SASS).  Measured on an H100 at 4096^3: 12.3 TFLOP/s without it, 16.6 with it
-  (CUDA: 16.9); ncu without it showed 4 warps per scheduler and issue slots 30% busy.  8 KB shared memory.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-16.6 TFLOP/s with maxnreg=64 (32% of cuBLAS; a timing run
-beside the sweep); CUDA 04: 16.9.  ncu: 3825M instructions (CUDA: 3807M), 10.2M shared-load bank conflicts
-on 1352M wavefronts.
+Bank use:   plain row-major tiles (SwizzledSharedLayout(1, 1, 1, [1, 0])), as CUDA's As and Bs;
+            gl.bank_conflicts reports 0 for all four shared accesses.
+Gluon against CUDA: BK is 16, not 8: gl.dot_fma refuses K < 16 ("Input shapes should have M >= 1, N >= 1
+            and K >= 16"), so half the barriers and 8 KB of shared memory.  A thread loads its operands
+            for the whole K step before its FMAs, where CUDA interleaves.  ptxas takes 78 registers, one
+            512-thread program per SM; the launch option maxnreg=64 (OPTIONS) restores two, at the cost of
+            32 bytes of spills, and that is what brings the stage up to CUDA's speed.
 """
 from __future__ import annotations
 

@@ -1,53 +1,32 @@
 """Stage 06 (Gluon) - vectorized (16-byte) access: float4 global loads and stores, A transposed and swizzled.
 
 Technique:  stage 05's program (256 threads, num_warps=8, a 128x128 tile of D, 8x8 outputs per thread), with
-            every wide access one 16-byte instruction where Triton can prove it safe:
-            * A's 128x16 tile is loaded with BlockedLayout([1, 4], [16, 2], [8, 1]): thread t reads the 4
-              consecutive k (t % 2)*4 .. +3 of row t // 2 (ld.global.v4; a warp: 16 rows x 32 bytes), the
-              CUDA copy map.  It is stored transposed, As[k][m], by giving the allocation the order [0, 1]
-              (m fastest), and XOR-swizzled exactly as CUDA's a_slot, As[k][m ^ 4k]:
-              SwizzledSharedLayout(vec=4, per_phase=1, max_phase=BK, order=[0, 1]) moves whole aligned
-              groups of 4 m, so a thread's 4 rows at one k stay one 16-byte shared load.
-            * B's 16x128 tile is loaded with BlockedLayout([1, 4], [1, 32], [8, 1]) (ld.global.v4, a warp:
-              512 consecutive bytes of one row) and stored row-major with 16-byte shared stores.
-            * The register tile is 2x2 blocks of 4x4: BlockedLayout([4, 4], [2, 16], [8, 1]) covers 64x64
-              and wraps twice in each dimension, so thread t holds rows 4*(t // 16) + {0..3, 64..67} and
-              columns 4*(t % 16) + {0..3, 64..67}: CUDA's tr = tid / 16, tc = tid % 16.  Per k it reads two
-              float4 of As and two of Bs; D (and C) move as float4 runs (st.global.v4).
+            every wide access one 16-byte instruction where Triton can prove it safe.  A's 128x16 tile is
+            loaded 4 consecutive k per thread (ld.global.v4, the CUDA copy map) and stored transposed,
+            As[k][m] (allocation order [0, 1]), under CUDA's XOR swizzle As[k][m ^ 4k]
+            (SwizzledSharedLayout(vec=4, per_phase=1, max_phase=BK, order=[0, 1])).  B's 16x128 tile moves
+            as ld.global.v4 and 16-byte shared stores.  The register tile is 2x2 blocks of 4x4
+            (BlockedLayout([4, 4], [2, 16], [8, 1]), wrapping twice): CUDA's tr = tid / 16, tc = tid % 16.
+            Per k a thread reads two float4 of As and two of Bs; D (and C) move as float4 runs.
 Reproduces: seed 000 kernel 4 (float4 loads), seed 001 "vectorized access"; the CUDA stage 06 kernel, same
             tile, threads, output map, copy map and swizzle.
 Changed:    stage 05 moved 4 bytes per global instruction; now 16.  The 4x4 blocks and the swizzle remove
             the shared-memory bank conflicts stage 05 left in place.
-Why faster: a quarter of the global load/store instructions for the same bytes; no bank conflicts
-            (gl.bank_conflicts, evaluated at compile time, reports 0 for all four shared accesses; without
-            the swizzle the transposing stores report 1, i.e. 2-way); and fewer registers than stage 05
-            (128 against 209, below), so two blocks fit on an SM.
+Why faster: a quarter of the global load/store instructions for the same bytes, no bank conflicts, and 128
+            registers against stage 05's 209, so two blocks fit on an SM.  Measured: 39.5 TFLOP/s at
+            4096^3 fp32 on an H100 (reports/h100/results.csv).
 Ragged edges: masked loads (other=0) zero-fill tile parts outside M, N and K, element by element; the
             epilogue stores only in-range outputs; beta == 0 (HAS_C=False) compiles no load of C.  All
             offsets are 64-bit.
-Alignment:  the kernel assumes no alignment.  Triton's launcher specialises each pointer on 16-byte
-            alignment and each integer on divisibility by 16, and a 16-byte access is emitted only where
-            that proves the 4 elements contiguous, aligned and under one mask: A, B, D (and C) 16-byte
-            aligned, lda/ldb/ldd (ldc) multiples of 16, and K (A loads) or N (B loads, C, D) a multiple of
-            16.  Any other call (a view at storage offset 1, an odd lda, N = 1000) runs a variant compiled
-            with 4-byte accesses: slower, never misaligned.  This is the CUDA stage's aligned/unaligned
-            entry pair, chosen by the compiler - more conservatively than CUDA's launcher (multiples of 4),
-            and per access: with N = 1000 (K and lda multiples of 16) A still moves 16 bytes at a time,
-            B, C and D 4.
-
-Gluon against CUDA:
-* BK is 16, not CUDA's 8: gl.dot_fma refuses fewer than 16 k ("Input shapes should have M >= 1, N >= 1 and
-  K >= 16"), so a thread loads 2 float4 of A and 2 of B per K step instead of 1 and 1, and the swizzle
-  spans 16 k rows (max_phase=16; m ^ 4k stays within the 128 rows for k < 32).
-* Compiled for sm_90, aligned variant: 128 registers (142 when C is read), no spills, 16 KB shared; per K
-  step 4 LDG.E.128, 8 STS (the transpose) + 2 STS.128, 64 LDS.128, 1024 FFMA; 16 STG.E.128 in the
-  epilogue.  128 registers is exactly two 256-thread blocks per SM (CUDA 06: 122); with C, or in the
-  4-byte variant (158, 210 with C), one.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-39.5 TFLOP/s (77% of cuBLAS); CUDA 06: 36.4.  ncu: 0.8M
-shared-load conflicts on 403M wavefronts, issue slots 68% busy (CUDA: 66%).
+Alignment:  the kernel assumes none.  A 16-byte access is emitted only where Triton's launcher
+            specialisation (16-byte aligned pointers, integers divisible by 16) proves the 4 elements
+            contiguous, aligned and under one mask; any other call runs a variant with 4-byte accesses,
+            per access: slower, never misaligned (CUDA's aligned/unaligned entry pair, chosen by the
+            compiler, more conservatively).
+Bank use:   gl.bank_conflicts reports 0 for all four shared accesses (without the swizzle, the
+            transposing stores are 2-way).
+Gluon against CUDA: BK is 16, not 8 (gl.dot_fma refuses K < 16), so 2 float4 of A and 2 of B per thread
+            per K step, and the swizzle spans 16 k rows.  sm_90: 128 registers (142 with C), no spills.
 """
 from __future__ import annotations
 

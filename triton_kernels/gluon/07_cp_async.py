@@ -1,75 +1,33 @@
 """Stage 07 (Gluon) - a multi-stage cp.async pipeline: the CUDA stage 07 kernel, written in Gluon.
 
 Technique:  one program (256 threads, num_warps=8) owns a 128x128 tile of D, 8x8 outputs per thread as 2x2
-            blocks of 4x4 (rows tr*4 + {0, 64}, columns tc*4 + {0, 64}, tr = tid // 16, tc = tid % 16: the
-            CUDA stage 06/07 map, written as the accumulator's BlockedLayout).  Shared memory is a ring of
-            STAGES = 4 slots of a BK = 8 deep tile of A (stored transposed, A^T[k][m]) and of B, filled by
-            cp.async (gl...ampere.async_copy.async_copy_global_to_shared): global -> shared with no trip
+            blocks of 4x4 (the CUDA stage 06/07 map, written as the accumulator's BlockedLayout).  Shared
+            memory is a ring of STAGES = 4 slots of a BK = 8 deep tile of A (stored transposed, A^T[k][m])
+            and of B, filled by cp.async (async_copy_global_to_shared): global -> shared with no trip
             through registers.  While the program computes k-tile kt, the copies of tiles kt+1 .. kt+3 are
-            in flight.  Each tile is one commit group; wait_group(STAGES - 2) says this thread's copies of
-            tile kt have landed, and a barrier makes everyone's visible.
+            in flight.  Each tile is one commit group; wait_group(STAGES - 2) and a barrier make tile kt
+            visible to all.  The math is rank-1 updates: per k, acc = gl.fma(a, b, acc), 64 fma.rn.f32.
 Reproduces: seed 000 kernel 5 (N-stage asynchronous pipeline, 4 stages); the CUDA stage 07 kernel.
 Changed:    Gluon stage 06 loaded each tile into registers, stored it to shared memory and synchronised
-            twice per tile, so every tile waited for global memory with nothing else to do.  Now three
-            tiles are in flight while one is computed, no registers hold tiles in transit, and one barrier
-            per tile remains.  The math is written as rank-1 updates (gl.fma) instead of gl.dot_fma, which
-            lets BK return to CUDA's 8 (dot_fma needs 16).
+            twice per tile.  Now three tiles are in flight while one is computed, no registers hold tiles in
+            transit, and one barrier per tile remains.  gl.fma instead of gl.dot_fma lets BK return to 8.
 Why faster: the global-memory latency of a tile (~1 us under load) is covered by the math of the three
-            tiles ahead of it; what remains is issue bandwidth: per tile a thread issues 512 FMAs, 32
-            LDS.128, 5 copies and the barriers.  Prediction, as for the CUDA stage: 1.1-1.3x over stage 06.
-Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size operand 0 in the
-            PTX), so rows past M, columns past N and k past K arrive as zeros and add nothing.  Tiles past
-            the last one are not copied (an empty commit group keeps the group count in step).  Stores are
-            masked; beta == 0 (HAS_C=False) compiles no load of C.  All offsets are 64-bit.
-
-How it is written, and what Gluon 3.6 decides for us:
-* A^T in shared memory: cp.async cannot transpose a 16-byte vector, so A moves as 4-byte copies
-  (cp.async.ca, 4 per thread per tile).  The copy is written with a transposed pointer tile,
-  ptr[k, m] = A + m*lda + k, so the shared descriptor is A^T's own [BK, BM] shape.  A warp copies 8 k of 4
-  rows (four 32-byte segments, as the CUDA copier).  B moves as one 16-byte copy (cp.async.cg) per thread.
-* The A^T swizzle is a SharedLinearLayout (_a_smem_layout): offset bits 0-1 are m0-1 (a thread's 4 rows
-  stay one 16-byte vector), bits 2-4 are k0-2 XOR m2-4.  The 32 words a warp's 4-byte copies write fall in
-  32 banks, and the 8 vectors a warp reads at one k fall in 8 distinct bank quads.  Gluon's own
-  SwizzledSharedLayout (CUDA's m ^ 4k) cannot be used: reading row k of a tile is a one-row subslice of
-  the descriptor, and 3.6 refuses it ("We don't support splitting along the swizzling pattern") because
-  row k of an XOR swizzle does not start at a power-of-two offset; this layout keeps every k row at one.
-  (PaddedSharedLayout, CUDA's other trick, asserts in 3.6's NVIDIA lowering: toLinearLayout "unknown
-  layout".)
-* The inner product is written as rank-1 updates, not gl.dot_fma: per k, row k of A^T and row k of B are
-  loaded as [BM, 1] and [1, BN] tensors in the accumulator's layout (2 LDS.128 each) and
-  acc = gl.fma(a, b, acc) issues 64 fma.rn.f32.  gl.dot_fma would need K >= 16 per call and holds all
-  16 k of both operands (256 registers) before the first FMA; the rank-1 form is the CUDA loop.
-* N edge: a 16-byte copy of B needs its mask constant over 4 columns, so tiles that end past N take a
-  branch with per-column masks (4-byte copies; CUDA instead copies a partial 16 bytes, which Gluon cannot
-  express).  Full tiles mask only k.  Likewise the epilogue of a full tile masks rows only, so its stores
-  are st.global.v4.
-* 16-byte proof: Triton proves pointer alignment itself (pointer arguments that are 16-byte aligned are
-  specialised), but it only knows a leading dimension is a multiple of 4 when it is a multiple of 16.
-  LD4=True (set by gemm() when ldb, ldc and ldd are multiples of 4) writes them as (ld // 4) * 4, which
-  proves it; with LD4=False, or a misaligned base pointer, the same code issues 4-byte copies and scalar
-  stores - slower, never wrong.
-* One barrier per tile, as in CUDA, needs two allocations.  Triton's barrier analysis (membar) tracks
-  shared memory per allocation: with the ring as one [STAGES, ...] buffer it cannot tell the slot being
-  filled from the slot being read, and adds a second bar.sync between the copy and the math (measured
-  in the PTX of a one-buffer version).  So even k-tiles live in one allocation and odd ones in another,
-  and the k loop does two tiles per trip: tile kt reads one set while the copy of tile kt+3 (the other
-  parity) fills the other, and the analysis sees no conflict left uncovered by our one barrier.
-* M, N and K are never specialised (do_not_specialize): Triton's launcher turns an integer argument equal
-  to 1 into a compile-time constant, `if t < k_tiles` (K = 1) or `if full_n` (N = 1) then becomes a
-  constant-false scf.if, and 3.6 crashes lowering an async copy inside one (ConvertTritonGPUToLLVM:
-  SmallVector `idx < size()` assertion; minimal repro: a copy under `if 3 < gl.cdiv(K, 16)` with K = 1).
-  The fast paths test for full tiles themselves, so they do not need M, N, K's divisibility by 16 either.
-* Epilogue in four quarters (gl.reshape/permute/split of the accumulator, no data movement): with
-  beta != 0 a thread holds 16 values of C at a time instead of 64.
-* Registers: left alone, ptxas takes 165-186 (one program per SM).  OPTIONS caps them at 128, Gluon's
-  __launch_bounds__(256, 2): two programs per SM, no spills with beta == 0, 8-24 bytes of spills with
-  beta != 0, all in the epilogue of tiles that cross N (stored and reloaded once per such program).  32 KiB of shared memory.  Per k-tile and thread:
-  4 cp.async.ca (4 B) + 1 cp.async.cg (16 B), 32 ld.shared.v4, 512 fma.rn.f32, one bar.sync.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-39.6 TFLOP/s (77% of cuBLAS); CUDA 07: 37.4.  ncu: 2622M
-instructions (CUDA: 2990M), issue slots 75% busy, 1.2M shared-load conflicts on 404M wavefronts.
+            tiles ahead of it; what remains is issue bandwidth.  Predicted, as for the CUDA stage, 1.1-1.3x
+            over stage 06; measured 1.0x (39.6 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv).
+Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size 0), so rows past M,
+            columns past N and k past K arrive as zeros.  Tiles past the last one are not copied (an empty
+            commit group keeps the group count in step).  Tiles that end past N copy B with per-column
+            masks (4-byte copies).  Stores are masked; beta == 0 (HAS_C=False) compiles no load of C.  All
+            offsets are 64-bit.
+Alignment:  A moves as 4-byte copies (cp.async cannot transpose a vector), B as 16-byte ones where Triton
+            can prove it: base alignment it proves itself, leading dimensions through LD4 (gemm() checks
+            ld % 4 == 0, the kernel writes (ld // 4) * 4).  Otherwise 4-byte copies and scalar stores.
+Gluon against CUDA (3.6): A^T's swizzle is a SharedLinearLayout (_a_smem_layout), because an XOR
+            SwizzledSharedLayout cannot be read one k row at a time and PaddedSharedLayout does not lower.
+            The ring is two allocations (even and odd k-tiles): with one, Triton's barrier analysis cannot
+            tell the slot being filled from the slot being read and adds a second bar.sync.  M, N and K are
+            not specialised (do_not_specialize): a constant-false branch around an async copy crashes the
+            3.6 lowering.  OPTIONS caps registers at 128: two programs per SM.
 """
 from __future__ import annotations
 

@@ -5,60 +5,28 @@ Technique:  gl.warp_specialize splits the program into two partitions.  The cons
             8x8 outputs per thread, rank-1 updates from the A^T and B slots of a ring of STAGES = 4 k-tiles
             of BK = 8.  The producer (a worker partition of 4 warps) issues every cp.async of every tile.
             Slots change hands through two mbarriers each: full[s] completes when the producer's copies
-            into slot s have landed (every producer thread ends its copies with
+            into slot s have landed (each producer thread ends its copies with
             cp.async.mbarrier.arrive.noinc, 128 arrivals), empty[s] when the consumers have finished
-            reading it.  No barrier of the whole program in the k loop (but see below).  The accumulator comes back out of the
-            default partition and the same 8 warps run stage 07's epilogue.
+            reading it.  The accumulator stays in the default partition, and the same 8 warps run stage
+            07's epilogue.
 Reproduces: seed 000 kernel 6 (a producer warp feeding consumer warps through a block-scoped pipeline);
             the CUDA stage 08 kernel, with what Gluon 3.6 changes listed below.
 Changed:    stage 07 had every thread copy a share of each tile and all 8 warps meet at one barrier per
-            tile.  Now the copies and their address arithmetic run on separate warps, and readiness is
-            per slot (full/empty) instead of a barrier.
-Why faster: it may not be (seed 000: 1.43x slower than kernel 5 on an L4).  Prediction for H100/H200:
-            0.8-1.0x of Gluon stage 07 at 4096^3.  (1) The kernel is FMA-issue-bound; stage 07 already
-            keeps 3 tiles in flight, so there is little latency left for a producer to hide, and its copy
-            work was ~1% of the consumers' issue slots.  (2) Gluon still synchronises the 8 consumer warps
-            twice per tile (below), so the one thing warp specialization could win on SIMT - no barrier
-            where one slow warp stalls seven - is not obtained.  (3) The program is 12 warps at 168
-            registers, so one program per SM (8 computing warps), where stage 07 fits two (16).  What
-            Hopper's warp specialization is built for - TMA, where one thread moves a tile, and wgmma,
-            whose math runs asynchronously - does not apply to fp32 FMA.
+            tile.  Now the copies and their address arithmetic run on separate warps, and readiness is per
+            slot (full/empty) instead of a barrier.
+Why faster: it may not be (seed 000: 1.43x slower than kernel 5 on an L4): the kernel is FMA-issue-bound
+            and stage 07 already keeps 3 tiles in flight.  Predicted 0.8-1.0x of Gluon 07; measured 1.09x
+            (43.3 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv): the gain comes from the register
+            budget the consumers get, not from the handshakes.
 Ragged edges: as stage 07: masked cp.async zero-fills (src-size 0) rows past M, columns past N and k past
             K; tiles whose columns cross N copy B with per-column masks; stores are masked; beta == 0
             (HAS_C=False) compiles no load of C; offsets are 64-bit.  Both partitions run exactly
             cdiv(K, BK) tiles, so the barrier phases never depend on the shape.
-
-What Gluon 3.6 expresses, and what it does not (all read from the compiled PTX, sm_90):
-* cp.async completion on an mbarrier: yes.  async_copy.mbarrier_arrive(full[s], increment_count=False)
-  is cp.async.mbarrier.arrive.noinc.shared.b64 - each producer thread's arrival fires when its own
-  copies land, so full[s] is initialised with the producer's thread count.
-* Per-warp release of a slot (CUDA: each consumer warp arrives on empty[s] after __syncwarp, 8 arrivals):
-  no.  mbarrier.arrive in a partition is executed by one thread (tid % 256 == 0) after a bar.sync of the
-  whole partition, so empty[s] counts 1 arrival and the 8 consumer warps meet once per tile anyway.
-* Waits without a barrier: no.  Triton's barrier analysis puts a bar.sync between any two waits on one
-  mbarrier array ("We can't have a warp get ahead when we have a chain of mbarrier wait",
-  NVIDIA::canSkipBarSync), so each consumer k-tile costs two named barriers of 256 threads, and each
-  producer tile one of 128.
-* A 1-warp producer: expressible, but a partition occupies a whole warpgroup (the program is 12 warps,
-  384 threads, with a 1-warp or a 4-warp worker), and one warp issuing all 40 copies per tile keeps 32
-  A-row addresses (64 registers) per thread: 976 bytes of spills at 64 registers, 776 at 80, 432-664 at
-  120.  So the producer is 4 warps (10 copies per thread per tile), which costs nothing the 1-warp
-  version would not.
-* Registers: Triton sizes the program at 168 per thread (168 x 384 <= 64K) and moves them with setmaxnreg:
-  inside the partitions the consumers run at 208, the producer at PRODUCER_REGS = 80 (at 64 and 72 the
-  producer spills 8 bytes when B's copies are 4-byte; at 80 nothing spills).
-* M, N, K are not specialised to constants (do_not_specialize), as in stage 07: with K = 1 or N = 1 a
-  branch around an async copy folds to a constant-false scf.if, which crashes the 3.6 lowering.
-* The accumulator never crosses partitions: it lives in the default partition, which is the parent's
-  own 8 warps, and is returned from gl.warp_specialize to the epilogue.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-43.3 TFLOP/s (84% of cuBLAS), 1.09x Gluon 07 (39.6),
-above the 0.8-1.0x predicted; CUDA 08: 38.0.  ncu: 2548M instructions (Gluon 07: 2622M), issue slots 79%
-busy (Gluon 07: 75%), 168 registers for the consumers through setmaxnreg (CUDA 08 is held to 96 by two
-blocks per SM).  So on Hopper warp specialization is not the loss seed 000 saw on an L4; the gain here
-comes from the register budget the consumers get, not from the handshakes.
+Gluon 3.6 against CUDA: an mbarrier.arrive in a partition is one thread's, after a bar.sync of the whole
+            partition, and Triton fences waits on one mbarrier array with bar.sync, so the 8 consumer warps
+            still meet twice per tile.  A partition takes a whole warpgroup, so the producer is 4 warps (a
+            1-warp producer spills).  setmaxnreg gives the consumers 208 registers and the producer
+            PRODUCER_REGS = 80.  M, N, K are not specialised, as in stage 07.
 """
 from __future__ import annotations
 

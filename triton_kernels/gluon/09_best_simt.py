@@ -2,63 +2,33 @@
 
 Technique:  the CUDA stage 09 kernel's shape classes, written in Gluon.  The largest, 128x256 tiles of D
             for 8 warps: warp w owns a 128x32 share, each lane 16x8 outputs made of 4x2 blocks of 4x4 that
-            sit 32 rows apart (the accumulator's BlockedLayout [4,4] x [8,4] lanes x [1,8] warps, wrapping
-            4x down and 2x across).  K advances 32 at a time through a 3-slot ring of shared memory filled
-            by cp.async: B with 16-byte copies, A with 4-byte copies that transpose it (A^T[k][m]) on the
-            way in.  Per k a lane reads four 16-byte vectors of A^T and two of B and issues 128 FMAs
-            (gl.fma, fma.rn.f32).  Programs are numbered in groups of 8 tile rows (GROUP_M) so that
+            sit 32 rows apart (the accumulator's BlockedLayout).  K advances 32 at a time through a 3-slot
+            ring of shared memory filled by cp.async: B with 16-byte copies, A with 4-byte copies that
+            transpose it (A^T[k][m]) on the way in.  Per k a lane reads four 16-byte vectors of A^T and two
+            of B and issues 128 FMAs (gl.fma).  Programs are numbered in groups of GROUP_M tile rows so that
             neighbours in time share A and B tiles in L2.  Grids too small for 128x256 tiles to give every
             SM a program use 128x128 (4 warps, 16x8 per lane) or 64x64 (4 warps, 4x8 per lane) instead.
-            (CUDA puts a lane's two column blocks 16 apart inside its warp's 32 columns; the BlockedLayout
-            wraps them 16*WN apart instead: the same loads, the same banks.)
 Reproduces: seed 000 kernels 3-5 (2-D tiling, float4, N-stage cp.async), seed 001 (2-D block tiling and
             vectorized access); the tiles, lane map and stage count of the CUDA stage 09 (its BEST_TILES).
-Changed:    against Gluon stage 07: 16x8 outputs per lane instead of 8x8 (a 16-byte shared load now feeds
-            21 FMAs instead of 16), BK 32 instead of 8 (a quarter of the waits and barriers per FMA), lanes
-            arranged so that a warp's A^T read touches 8 distinct vectors and its B read 4, grouped program
-            order, and the tile picked per shape.
+Changed:    against Gluon stage 07: 16x8 outputs per lane instead of 8x8, BK 32 instead of 8, lanes arranged
+            so that a warp's A^T read touches 8 distinct vectors and its B read 4, grouped program order,
+            and the tile picked per shape.
 Why faster: the FP32 pipe issues one FMA warp-instruction per scheduler per clock, so every other
-            instruction and every stalled cycle is lost throughput.  At 128x256 a 32-k tile is 4096 FFMA
-            in a loop body of 4654 SASS instructions (88%, counting the copy code of both N paths; ~91% of
-            what a full tile executes), against 82% for stage 07's 8x8 lanes.  The CUDA stage went
-            77% -> 94% of cuBLAS on an H100 along the same steps (NOTES.md); target: within 20% of it.
+            instruction is lost throughput: at 128x256 a 32-k tile is 4096 FFMA in 4654 SASS instructions
+            (88%), against 82% for stage 07.  Target: within 20% of the CUDA stage; measured 45.5 TFLOP/s
+            at 4096^3 fp32, 88% of cuBLAS (H100; reports/h100/results.csv).
 Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size 0), so rows past
             M, columns past N and k past K arrive as zeros.  Tiles whose columns run past N copy B with
             per-column masks (4-byte copies) and store with per-element masks; full tiles mask k (copies)
             and rows (stores) only.  beta == 0 (HAS_C=False) compiles no load of C.  All offsets 64-bit.
-
-Gluon against CUDA (what this file does differently, and why):
-* A^T's swizzle is a SharedLinearLayout, not CUDA's BM+4 padding: PaddedSharedLayout asserts in the 3.6
-  NVIDIA lowering, and an XOR SwizzledSharedLayout cannot be read one k row at a time (3.6 rejects the
-  one-row subslice: "We don't support splitting along the swizzling pattern").  Offset bits 0-1 are
-  m0-1 (16-byte vectors), bits 2-4 are k0-2 XOR m2-4: the 4-byte copies of a warp (8 k x 4 rows) hit 32
-  banks, and a warp's read of one k row touches 8 vectors in 8 distinct bank quads.
-* The product is rank-1 updates with gl.fma, not gl.dot_fma: a dot_fma call takes K >= 16 and holds its
-  operands in registers first (at least 16 k x 16 rows + 16 k x 8 columns = 384 values per lane here),
-  which cannot fit next to 128 accumulators; per k the rank-1 form needs 24.
-* The ring is one allocation indexed by k-tile, so Triton's barrier analysis adds a second bar.sync per
-  tile between issuing the copies and the math (it cannot tell ring slots apart).  At BK = 32 a tile is
-  ~9000 issue cycles per SM, so the extra barrier is well under 1%; Gluon stage 07 shows the two-allocation
-  ring that avoids it, not worth doubling this loop's 64 KB of code.
-* M, N, K are not specialised to constants (do_not_specialize), as in stage 07: with K = 1 or N = 1 a
-  branch around an async copy folds to a constant-false scf.if, which crashes the 3.6 lowering.
-* 16-byte copies and stores need Triton to prove ld % 4 == 0; it only specialises multiples of 16, so
-  gemm() passes LD4 (ldb, ldc, ldd all multiples of 4) and the kernel writes them as (ld // 4) * 4.  Base
-  pointer alignment Triton proves itself; a misaligned view gets 4-byte copies and scalar stores.
-* The CUDA kernel hoists its copy addresses by hand (Copier); here the pointer tiles are rebuilt from
-  loop-invariant pieces each tile and LLVM/ptxas do the hoisting.
-* Compiled for sm_90, no spills in any variant: 128x256 takes 251-255 registers and 144 KiB of shared
-  memory (one program per SM), 128x128 253-255 registers x 128 threads and 96 KiB (two per SM), 64x64
-  111-128 registers and 24 KiB.  Per 32-k tile, a 128x256 thread issues 16 cp.async.ca (4 B), 8
-  cp.async.cg (16 B), 192 ld.shared.v4, 4096 fma.rn.f32 and 2 bar.sync.
-* The epilogue stores the accumulator in pieces (gl.reshape/permute/split along the layout's wraps, no data
-  movement), so that with beta != 0 only one piece of C is in registers at a time.
-
-Measured on an H100 SXM at 1980 MHz, 4096^3 fp32 (study.sweep --quick of 2781d1a, cuBLAS 51.6 TFLOP/s;
-ncu --clock-control none):
-45.6 TFLOP/s, 88.4% of cuBLAS at 4096^3; 46.2, 90.0% at
-8192^3; CUDA 09: 48.4 and 49.4 (Gluon at 94% of CUDA).  ncu at 4096^3: 2353M instructions (CUDA: 2406M),
-no shared-memory bank conflicts, issue slots 78% busy (CUDA: 84%), 255 registers.
+Alignment:  16-byte copies and stores need ld % 4 == 0, passed as LD4 (the kernel writes (ld // 4) * 4);
+            base alignment Triton proves itself.  A misaligned view gets 4-byte copies and scalar stores.
+Bank use:   A^T's SharedLinearLayout (offset bits 2-4 = k0-2 XOR m2-4) makes the copies and the reads
+            conflict-free; ncu finds no shared-memory bank conflicts.
+Gluon against CUDA (3.6): no padding or XOR SwizzledSharedLayout (see Gluon stage 07); gl.fma rank-1
+            updates, since gl.dot_fma would hold 384 operand values per lane; the ring is one allocation,
+            so Triton adds a second bar.sync per tile (under 1% at BK 32); M, N, K are not specialised.
+            sm_90, 128x256: 251-255 registers, 144 KiB of shared memory, no spills.
 """
 from __future__ import annotations
 

@@ -3,53 +3,29 @@
 Technique:  one program (4 warps) owns a 64x64 tile of D; the warps form 2 x 2, each holding 32x32 of it as
             2 x 4 mma tiles of 16x8 (NVMMADistributedLayout version [2, 0]).  K advances BK = 32 at a time:
             every warp loads its own A rows and B columns for those 32 k from global memory directly into
-            the mma operand layout (gl.load with a DotOperandLayout pointer tensor: no shared memory, the
-            compiler knows which (row, k) each register holds), and calls mma_v2, which is mma.sync:
-            m16n8k16 for fp16 and bf16 (k_width 2), m16n8k8 tf32 for fp32 inputs (k_width 1, two per k16),
-            m16n8k32 s8 for int8 (k_width 4).  D and C have the accumulator's type: fp32 (int32 for int8).
-            Column-major A or B (a transposed torch view) are the same code with the index roles swapped
-            (A_COL / B_COL constexprs), one compiled kernel per layout pair.
-Reproduces: seed 003 (a generic WMMA GEMM over type pairs: fp16->fp32, bf16->fp32, tf32->fp32, i8->i32, either
-            storage order per operand), seed 000 kernel 7 (WMMA fragments loaded from memory, one warp per
-            fragment tile).
-Changed:    from Gluon 09 (SIMT): the multiplies move from fp32 FMAs to tensor cores, and the operands move
-            from shared memory to registers straight from global memory, as WMMA's load_matrix_sync does
-            from a global pointer.  Gluon has no WMMA API (no opaque fragment type, no fragment shapes
-            32x8x16 / 8x32x16): DotOperandLayout is the fragment, mma.sync m16n8kK the instruction that the
-            WMMA shapes lower to.
-Why faster: a single mma.sync m16n8k16 does 2048 multiply-adds, the work of 64 warp-wide FMAs; the CUDA
-            cores' fp32 ceiling (~51 TFLOP/s on an H100) is no longer the limit.  What limits this form is
-            the loads: nothing is staged in shared memory, so the two warps that share a row of A both load
-            it (L1 serves the second), row-major B arrives as 2-byte loads (a B fragment holds consecutive
-            k, which row-major B stores ldb apart), and the k loop waits on global latency with only the
-            other resident warps to cover it.  Stages 11-13 fix this with shared memory.
-Ragged edges: masked loads give zeros outside M, N and K (zeros add nothing): tiles that cross M or N, and
-            the last partial k-tile, mask every element; an interior tile's full k-tiles load unmasked
-            (row-major A's fragment pairs as 4-byte words).  Stores are masked; beta == 0 (HAS_C=False)
-            compiles no load of C.  All offsets are 64-bit.
-
-Gluon against the CUDA stage (cuda_kernels/10_wmma.cu):
-* Type pairs: fp16->fp32, bf16->fp32, tf32->fp32 and int8->int32 go through mma_v2 (the registered
-  ones).  uint8->int32 cannot: Triton's dot semantics refuses it ("only int8 supported!").  Compiled but
-  not registered: fp64 (mma_v2 with k_width 1 lowers to mma.sync.aligned.m16n8k16.row.col.f64, sm_90's
-  DMMA; k_width 2 asserts "Currently fp64 don't support largeK MMA"; and a Python float argument reaches
-  the kernel as fp32, so alpha and beta would need an fp64 path of their own) and f16->f16 accumulation
-  (an fp16 accumulator gives mma.sync ... .f16.f16.f16.f16).  Fragment shapes: mma.sync's m16n8kK only;
-  WMMA's 32x8x16 and 8x32x16 are made of the same instructions and have no counterpart.
-* tf32: fp32 bits go to mma.sync.m16n8k8.tf32 as they are (the PTX has no cvt.rna.tf32): the tensor core
-  drops the low 13 mantissa bits, where CUDA's WMMA path rounds them first with __float_to_tf32.
-* int8: Triton emits mma.sync ... .satfinite.s32.s8.s8.s32: on int32 overflow the accumulator saturates,
-  where WMMA's default (satf = false) wraps.  The study's int inputs (|x| <= 8, K <= 16384) never reach it.
-  The epilogue is int32 arithmetic (alpha and beta passed as integers).
-* Transposes: a column-major A makes each thread's fragment pair (2 consecutive k) sit lda apart, so A
-  loads become 2-byte loads too; a column-major B gets the 4-byte loads instead.  One kernel per layout pair.
-* Interior tiles run the full k-tiles in a loop without masks; edge tiles and the last partial k-tile take
-  a masked loop (with one loop and a branch, the masks' predicates cost 197 registers for fp16).  The
-  pointer tiles are rebuilt every k-tile from per-row / per-k 64-bit offsets (a pointer tile carried across
-  iterations holds one 64-bit pointer per element: int8 spilled).
-* Compiled for sm_90, no spills (row-major A and B, beta == 0): 156 registers (fp16, bf16), 158 (tf32),
-  155 (int8).  Not timed.  Every GPU equivalence test (tests/test_gpu_equivalence.py -k gluon:10, 228
-  cases: the four dtypes, transposed A and/or B, ragged shapes, unaligned views) passes.
+            the mma operand layout (gl.load with a DotOperandLayout pointer tensor: no shared memory), and
+            calls mma_v2, which is mma.sync: m16n8k16 for fp16 and bf16 (k_width 2), m16n8k8 tf32 for fp32
+            inputs (k_width 1), m16n8k32 s8 for int8 (k_width 4).  D and C have the accumulator's type:
+            fp32 (int32 for int8).  Column-major A or B (a transposed torch view) are the same code with
+            the index roles swapped (A_COL / B_COL constexprs), one compiled kernel per layout pair.
+Reproduces: seed 003 (a generic WMMA GEMM over type pairs, either storage order per operand), seed 000
+            kernel 7 (WMMA fragments loaded from memory, one warp per fragment tile).
+Changed:    from Gluon 09 (SIMT): the multiplies move from fp32 FMAs to tensor cores, and the operands from
+            shared memory to registers straight from global memory, as WMMA's load_matrix_sync does from a
+            global pointer.  Gluon has no WMMA API: DotOperandLayout is the fragment, mma.sync m16n8kK the
+            instruction that the WMMA shapes lower to.
+Why faster: a single mma.sync m16n8k16 does 2048 multiply-adds, the work of 64 warp-wide FMAs.  What limits
+            this form is the loads (nothing staged in shared memory, row-major B as 2-byte loads, global
+            latency in the k loop); stages 11-13 fix this with shared memory.  Measured: 59.8 TFLOP/s fp16
+            at 4096^3 on an H100 (reports/h100/results.csv).
+Ragged edges: masked loads give zeros outside M, N and K: tiles that cross M or N, and the last partial
+            k-tile, mask every element; an interior tile's full k-tiles load unmasked.  Stores are masked;
+            beta == 0 (HAS_C=False) compiles no load of C.  All offsets are 64-bit.
+Gluon against CUDA: no uint8 (Triton: "only int8 supported!"); fp64 and f16 -> f16 compile but are not
+            registered (fp64 alpha and beta would arrive as fp32); no 32x8x16 / 8x32x16 shapes.  tf32
+            operands are not rounded (no cvt.rna.tf32: the tensor core truncates).  int8 accumulates with
+            .satfinite (saturating, where WMMA wraps; the study's inputs never reach it).  sm_90: 155-158
+            registers, no spills.
 """
 from __future__ import annotations
 

@@ -2,55 +2,33 @@
 
 Technique:  one program (8 warps) owns a 128x128 tile of D; the warps are stacked along M
             (NVMMADistributedLayout warps_per_cta [8, 1]), each holding a 16x128 strip of D as 1 x 16 mma
-            tiles of 16x8 (64 fp32 accumulators per lane): WMMA's arrangement, one 16-row fragment row per
-            warp.  K advances BK = 32 at a time through a 4-slot ring of shared memory: while the warps
-            multiply k-tile t, 16-byte cp.async copies of tiles t+1 .. t+3 are in flight (Gluon's
-            async_copy for Ampere: cp.async.cg with zero-fill, commit_group / wait_group).  Per k16 slice a
-            warp loads its A fragment (16x16) and B fragments (16x128) from the ring straight into the mma
+            tiles of 16x8: WMMA's arrangement, one 16-row fragment row per warp.  K advances BK = 32 at a
+            time through a 4-slot ring of shared memory: while the warps multiply k-tile t, 16-byte
+            cp.async copies of tiles t+1 .. t+3 are in flight (cp.async.cg with zero-fill, commit_group /
+            wait_group).  Per k16 slice a warp loads its A and B fragments from the ring into the mma
             operand layouts (DotOperandLayout, k_width 2) and issues 16 mma.sync.m16n8k16.  Shared tiles
-            are plain row-major (no swizzle).  fp16 and bf16 in, fp32 accumulation, C and D in the input
-            type (as cuBLAS HGEMM).
+            are plain row-major.  fp16 and bf16 in, fp32 accumulation, C and D in the input type.
 Reproduces: seed 000 kernel 7b (WMMA fed from shared memory that cp.async fills, a multi-stage pipeline);
             CUDA stage 11's block (128x128, 8 warps, BK 32, 4 slots).
-Changed:    from Gluon 10: operands no longer go from global memory straight into fragments; each k-tile
-            is copied once per program into shared memory (16-byte copies, no registers in transit), three
-            tiles ahead of the one being multiplied, and every warp reads its fragments from there.  Tiles
-            grow from 64x64 to 128x128, D is in the input dtype.
-Why faster: (expected; stage 10 was not timed) each element of A and B crosses from L2 once per program
-            instead of once per warp that needs it, as 16-byte copies instead of 2- or 4-byte loads, and
-            its latency is covered by the multiplication of the three tiles ahead.  What remains: every warp reads all of B's k-tile
-            (8 ldmatrix.x4.trans per k16 slice for 1 ldmatrix.x4 of A: 9 loads per 16 mma.sync), and the
-            unswizzled rows put each 8x8 ldmatrix matrix in 4 banks.  ncu at 4096^3 fp16: 495M of the 570M
-            shared-load wavefronts are bank conflicts; the tensor pipe is active 8.4% of the time.
-            Measured (H100 SXM, tools/gluon_tc_probe.py, L2 flushed, median; % of cuBLAS torch.mm):
-            4096^3 fp16 53.6 TFLOP/s (7.2%), bf16 54.3 (7.1%); 8192^3 fp16 55.2 (8.2%), bf16 54.5 (7.9%).
-            CUDA stage 11 runs 0.60 ms at 4096^3 fp16 under ncu (this stage: 2.59 ms): its rows are
-            padded, 4,035 conflicts in all.  Gluon cannot pad (below); a SwizzledSharedLayout would be the
-            nearest counterpart, and is stage 13's subject.
-Ragged edges: 16-byte cp.async copies for full k-tiles, masked by row (A) and by 8-column chunk (B: columns
-            up to N rounded up to 8; a chunk that starts below N is 16-byte aligned and holds a valid
-            element, so reading all of it stays in memory that exists, and its values past N reach only D's
-            columns past N, which are never stored).  The last, partial k-tile is loaded element-wise with
-            per-k masks (what lies past K in a chunk may be NaN) after the ring loop.  Operands or pitches
-            that are not 16-byte aligned (ALIGNED=False) take the element-wise path for every tile.
-            Masked loads zero-fill; stores are masked; beta == 0 (HAS_C=False) compiles no load of C.
-
-Gluon against the CUDA stage (cuda_kernels/11_wmma_async.cu):
-* Gluon has no WMMA: mma_v2 with DotOperandLayout operands is the counterpart, and its shared -> fragment
-  loads are already ldmatrix (what wmma::load_matrix_sync hides); the CUDA stage's WMMA fragments give
-  each warp 64x32, while here warps_per_cta [8, 1] keeps WMMA's one-fragment-row-per-warp shape so that
-  stage 12's step (2-D warp tiling) stays visible.
-* The CUDA stage pads its rows (+16 halves); PaddedSharedLayout does not lower in 3.6 for NVIDIA ("unknown
-  layout" in toLinearLayout), so the rows here are unpadded.
-* Two bar.sync per k-tile instead of one: the ring is one allocation, and Triton's barrier analysis (whole
-  allocations) adds a barrier between the copy issue and the fragment loads.
-* The epilogue stores D from the accumulators, 2 elements (4 bytes) per store; the CUDA stage stages the
-  tile through shared memory for 16-byte stores.
-* A chunk straddling K cannot be copied partially (CUDA: cp.async's src-size per element); the partial
-  k-tile goes through registers instead.
-* Compiled for sm_90, no spills: 124 registers (185 with beta != 0), 64 KiB of shared memory.  Per k-tile
-  and lane: 4 cp.async.cg (16 B), 2 ldmatrix.x4 + 16 ldmatrix.x4.trans, 32 mma.sync, 2 bar.sync.
-* Every GPU equivalence test (tests/test_gpu_equivalence.py -k gluon:11, 85 cases) passes.
+Changed:    from Gluon 10: each k-tile is copied once per program into shared memory (16-byte copies, no
+            registers in transit), three tiles ahead of the one being multiplied, and every warp reads its
+            fragments from there.  Tiles grow from 64x64 to 128x128, D is in the input dtype.
+Why faster: each element of A and B crosses from L2 once per program, as 16-byte copies, its latency
+            covered by the tiles ahead.  But every warp reads all of B's k-tile and the unpadded rows
+            conflict (below): measured 52.6 TFLOP/s fp16 at 4096^3 on an H100, slower than Gluon 10
+            (reports/h100/results.csv).  Stage 13's swizzle is the fix.
+Ragged edges: 16-byte copies of full k-tiles, masked by row (A) and by 8-column chunk (B: a chunk that starts
+            below N is 16-byte aligned and holds a valid element; its values past N reach only D's columns
+            past N, never stored).  The last, partial k-tile is loaded element-wise with per-k masks after
+            the ring loop.  Masked loads zero-fill; stores are masked; beta == 0 (HAS_C=False) compiles no
+            load of C.
+Alignment:  operands or pitches that are not 16-byte aligned (ALIGNED=False) take the element-wise path for
+            every tile.
+Bank use:   unpadded tiles: most fragment loads conflict (ncu: 495M of 570M load wavefronts).
+Gluon against CUDA (3.6): no WMMA (mma_v2; its shared -> fragment loads are already ldmatrix); no padding
+            (PaddedSharedLayout does not lower); two bar.sync per k-tile (one ring allocation); 4-byte
+            epilogue stores; no partial cp.async of a chunk straddling K.  sm_90: 124 registers (185 with
+            beta != 0), 64 KiB of shared memory, no spills.
 """
 from __future__ import annotations
 

@@ -1,59 +1,35 @@
 """Stage 13 (Gluon) - swizzled shared memory (NVMMASharedLayout), and what else makes mma_v2 fast.
 
 Technique:  stage 12's mma_v2 kernel with the shared tiles under an XOR swizzle and the rest tuned.  A ring
-            slot holds A's [BM, BK] and B's [BK, BN] k-tiles in NVMMASharedLayout (Gluon's name for the
-            swizzle that wgmma and TMA use; 128-byte swizzle here, both tiles' rows being multiples of 128
-            bytes): the 16-byte chunk c of row r's 128-byte segment is stored at chunk c ^ (r % 8).  An
-            8x8 ldmatrix matrix is one chunk from each of 8 consecutive rows: unswizzled (stage 12) those
-            share 4 banks, swizzled they cover all 32; a warp's 16-byte cp.async writes are whole rows, only
-            permuted.  The kernel asserts it at compile time (gl.static_assert on gl.bank_conflicts == 0 for
-            fragment loads and copy writes).  The rest: 128x256 tiles for 8 warps as 2 x 4 warp tiles of
-            64x64 (4 x 8 mma tiles, 128 fp32 accumulators per lane); BK 64 through a 4-slot cp.async ring
-            held in two allocations (even and odd k-tiles), so one bar.sync per k-tile suffices; fragments
-            pipelined by one k16 slice (PIPE): each slice's ldmatrix issue while the previous slice's
-            mma.sync do, and the ring's wait + barrier + next copies come before a k-tile's last slice of
-            mma.sync, so the tensor pipe has work queued across the barrier; programs in groups of GROUP_M
-            tile rows (L2 reuse); the epilogue converts the accumulators through shared memory into rows
-            of 8 consecutive elements per lane (EPI_SMEM), so C and D move as 16-byte vectors.
-Reproduces: seed 000 kernel 9 (mma.sync with an XOR swizzle so that ldmatrix has no bank conflicts; its unit
-            is 8 fp16 columns of 2-row pairs, here the 16-byte chunk of a 128-byte line, as CUTLASS's Sm80
-            layouts) and CUDA stage 13's tile, ring and pipelining (cuda_kernels/13_swizzle.cu).
+            slot holds A's [BM, BK] and B's [BK, BN] k-tiles in NVMMASharedLayout (the swizzle wgmma and TMA
+            use; 128-byte here): the 16-byte chunk c of row r's 128-byte segment is stored at chunk
+            c ^ (r % 8), so an 8x8 ldmatrix matrix, one chunk from each of 8 rows, covers all 32 banks, and
+            a warp's cp.async writes are whole rows, only permuted.  gl.static_assert checks
+            gl.bank_conflicts == 0 for fragment loads and copy writes at compile time.  The rest: 128x256
+            tiles for 8 warps as 2 x 4 warp tiles of 64x64; BK 64 through a 4-slot ring held in two
+            allocations (one bar.sync per k-tile); fragments pipelined one k16 slice ahead (PIPE), with the
+            ring's wait, barrier and next copies before a k-tile's last slice of mma.sync; GROUP_M tile
+            order (L2 reuse); an epilogue through shared memory (EPI_SMEM) so C and D move as 16 bytes.
+Reproduces: seed 000 kernel 9 (mma.sync with an XOR swizzle so that ldmatrix has no bank conflicts; here the
+            16-byte chunk of a 128-byte line is the unit, as in CUTLASS's Sm80 layouts) and CUDA stage 13's
+            tile, ring and pipelining (cuda_kernels/13_swizzle.cu).
 Changed:    from Gluon 12: SwizzledSharedLayout(vec=1, max_phase=1) -> NVMMASharedLayout; 128x128 -> 128x256
-            tiles, 64x32 -> 64x64 per warp; BK 32 -> 64; 3 slots in one allocation (2 bar.sync per k-tile:
-            Triton's barrier analysis cannot tell ring slots apart) -> 4 slots in two (1 bar.sync); PIPE;
-            EPI_SMEM; 16-byte epilogue.
-Why faster: ncu (4096^3 fp16, H100): stage 12 spends 218M of its 268M shared-load wavefronts on bank
-            conflicts, this stage 1,651 of 34.2M; the tensor pipe is active 74.8% of the time (stage 12:
-            15.7%).  Per k16 a warp issues 8 ldmatrix.x4 for 32 mma.sync (stage 12: 6 for 16).  The swizzle
-            alone is worth 3.9x (113.0 -> 446.4 TFLOP/s with SMEM_SWIZZLE=False / True, same kernel),
-            PIPE +14% (389.6 without it), EPI_SMEM +3% (432.0 without it) at 4096^3.
-Ragged edges: 16-byte cp.async copies of full k-tiles, masked by row (A) and by 8-column chunk (B: columns up
-            to N rounded up to 8; a chunk that starts below N is 16-byte aligned and holds a valid element,
-            so reading all of it stays in memory that exists, and its values past N reach only D's columns
-            past N, never stored).  The last, partial k-tile is loaded element-wise with per-k masks after
-            the ring loop (what lies past K in a chunk may be NaN).  ALIGNED=False (an operand or pitch not
-            16-byte aligned) loads every tile element-wise, with META_UNALIGNED's smaller tile.  Masked
-            loads zero-fill; stores are masked; beta == 0 (HAS_C=False) compiles no load of C.
-
-Gluon against the CUDA stage (cuda_kernels/13_swizzle.cu):
-* The swizzle is a layout attribute, not index arithmetic; SMEM_SWIZZLE=False gives stage 12's layout in
-  this kernel.  Triton emits ldmatrix.x4 (A) and ldmatrix.x4.trans (row-major B) for both.
-* Fragment double buffering and the barrier one k16 step before a k-tile's end are written as CUDA does
-  (_tile); the copies of the next tile are issued in one block after the barrier (CUDA spreads them over
-  the k16 steps: a second async_copy into one allocation makes Triton's barrier analysis add a bar.sync).
-* A chunk straddling K cannot be copied partially (CUDA: cp.async src-size per element), hence the
-  element-wise last k-tile.
-* Compiled for sm_90, no spills: 254 registers (ptxas), 192 KiB of shared memory, one program per SM.  Per
-  k-tile and lane: 12 cp.async.cg (16 B), 16 ldmatrix.x4 + 16 ldmatrix.x4.trans, 128 mma.sync, 1 bar.sync.
-  Tried and dropped (spills at 255 registers): 256x128 tiles (4 x 2 warps), STAGES=2.
-
-Measured on an H100 SXM (tools/gluon_tc_probe.py, L2 flushed, median; cuBLAS = torch.mm on the same inputs,
-timed adjacently), TFLOP/s and % of cuBLAS:
-  4096^3 fp16 446.4 (60.2%), bf16 445.9 (58.8%) at 1980 MHz; CUDA 13: 465.9 / 478.9, CUDA 12: 99.6 / 98.0.
-  8192^3 fp16 425.1 (63.6%), bf16 435.2 (62.5%), the SM clock down to ~1700 MHz; CUDA 13: 436.7 / 449.7.
-Variants at 4096^3 / 8192^3 fp16: BK 32 with 6 slots 424.5 / 403.8; 128x128 tiles for 4 warps (2 x 2,
-6 slots, two programs per SM) 407.9 / 359.0; GROUP_M 16 444.9 / 425.4.  Every GPU equivalence test
-(tests/test_gpu_equivalence.py -k gluon:13, 85 cases) passes.
+            tiles, 64x32 -> 64x64 per warp; BK 32 -> 64; 3 slots in one allocation (2 bar.sync per k-tile)
+            -> 4 slots in two (1 bar.sync); PIPE; EPI_SMEM; 16-byte epilogue.
+Why faster: without bank conflicts the ldmatrix loads keep up with the tensor pipe, and a 64x64 warp tile
+            issues 8 ldmatrix.x4 per 32 mma.sync (stage 12: 6 per 16).  Measured: 446.6 TFLOP/s fp16 at
+            4096^3 on an H100, 59% of cuBLAS (reports/h100/results.csv).
+Ragged edges: 16-byte cp.async copies of full k-tiles, masked by row (A) and by 8-column chunk (B, as in
+            stage 11); the last, partial k-tile is loaded element-wise with per-k masks after the ring loop.
+            Masked loads zero-fill; stores are masked; beta == 0 (HAS_C=False) compiles no load of C.
+Alignment:  ALIGNED=False (an operand or pitch not 16-byte aligned) loads every tile element-wise, with
+            META_UNALIGNED's smaller tile.
+Bank use:   128-byte NVMMASharedLayout swizzle: ncu counts load conflicts on under 1% of the shared-load
+            wavefronts (4096^3 fp16).
+Gluon against CUDA: the swizzle is a layout attribute, not index arithmetic (SMEM_SWIZZLE=False gives stage
+            12's layout in this kernel); the next tile's copies go in one block after the barrier, where
+            CUDA spreads them over the k16 steps (a second async_copy into one allocation makes Triton's
+            barrier analysis add a bar.sync).  sm_90: 254 registers, 192 KiB of shared memory, no spills.
 """
 from __future__ import annotations
 

@@ -1,93 +1,35 @@
 """Stage 14 (Gluon) - TCEC: fp32 GEMM on fp16 tensor cores with error correction, split in registers (WMMAe).
 
 Technique:  one program (8 warps) owns a 128x128 tile of D; warps form 2 x 4, each holding 64x32 as 4 x 4
-            mma.sync m16n8k16 tiles (NVMMADistributedLayout version [2, 0], warps_per_cta [2, 4]).  K moves
-            BK = 32 at a time through a 3-slot ring of fp32 A and B tiles filled by cp.async.  Each k16 slice
-            is loaded from shared memory straight into the mma operand layout (DotOperandLayout, k_width 2)
-            while still fp32, and split there elementwise (the layout is kept, no data moves):
+            mma.sync m16n8k16 tiles.  K moves BK = 32 at a time through a 3-slot ring of fp32 A and B tiles
+            filled by cp.async.  Each k16 slice is loaded from shared memory straight into the mma operand
+            layout (DotOperandLayout, k_width 2) while still fp32, and split there elementwise:
                 hi = fp16(x),   lo = fp16((x - fp32(hi)) * 2^11)
             Three mma_v2 per slice: hi_A hi_B with a zero accumulator, its fp32 result added to a register
             sum by round-to-nearest add.f32 every k16 (the tensor cores' accumulation rounds toward zero);
             lo_A hi_B + hi_A lo_B into a second, tensor-core accumulator.  D = alpha*(sum + corr/2^11) + beta*C.
-            One kernel, VARIANT constexpr: gemm_tcec (the method); gemm_markidis (lo = fp16(x - hi)
-            unscaled, all three products in one accumulator); gemm_nocorr (hi only); gemm_tf32 (3xTF32:
-            hi = cvt.rna.tf32(x), lo = cvt.rna.tf32(x - hi) by inline asm, k_width 1, mma.sync m16n8k8
-            tf32, hi*hi promoted as in tcec, fp32's exponent range; 64x128 tile, see below).
-Reproduces: seed 002 (Ootomo & Yokota 2022, WMMAe-TCEC, section 4.4): the split, scaling and correction of
-            its eqs. (6)-(7), the finding that accumulating in the tensor
-            cores (RZ) kept Markidis et al. short of fp32, and WMMAe's point: the fp16 fragments are built
-            from fp32 data in registers (foreach_ij), never stored as hi/lo copies in shared memory.  Here
-            foreach_ij is the DotOperandLayout: the compiler knows which (row, k) each register holds.
-Changed:    from Gluon 09 (best SIMT): the multiplies move from fp32 FMAs to tensor cores (mma_v2 ->
-            mma.sync); operands are read as mma fragments, not rank-1 rows, and split in registers between
-            ld.shared and mma.  A is no longer stored transposed: its rows move by 16-byte cp.async like B's.
+            VARIANT selects gemm_tcec, gemm_markidis (lo unscaled, one accumulator), gemm_nocorr (hi only),
+            gemm_tf32 (3xTF32 by cvt.rna.tf32, mma.sync m16n8k8, 64x128 tile) or gemm_tcec_wgmma (below).
+Reproduces: seed 002 (Ootomo & Yokota 2022, WMMAe-TCEC, section 4.4): eqs. (6)-(7)'s split, scaling and
+            correction, accumulation kept out of the tensor cores' RZ, and WMMAe's fp16 fragments built from
+            fp32 data in registers (foreach_ij; here the DotOperandLayout), never stored as hi/lo tiles.
+Changed:    from Gluon 09 (best SIMT): the multiplies move from fp32 FMAs to tensor cores (mma.sync), the
+            operands are read as mma fragments, and A is no longer stored transposed.
 Why faster: three fp16 products at mma.sync's ~643 TFLOP/s bound the method at ~214 TFLOP/s of fp32 work,
-            4x cuBLAS SGEMM (~51).  This form is issue-bound below that: per k-tile a warp issues 96
-            mma.sync and ~890 other instructions (128 promotion adds, ~4.5 per split value for 96 values,
-            64 ld.shared, copies): ~1970 issue cycles per SM sub-partition (2 warps) against ~1250 of tensor
-            pipe, a bound of ~140 TFLOP/s.  Predicted 90-130 TFLOP/s at 4096^3; measured 75 (below).
+            4x cuBLAS SGEMM; this form is issue-bound below that (~140).  Predicted 90-130 TFLOP/s at
+            4096^3; measured 76.4 (H100; reports/h100/results.csv).
 Ragged edges: masked cp.async copies 0 bytes and zero-fills (src-size 0), so rows past M, columns past N and
-            k past K arrive as zeros, whose splits are zeros.  Full k-tiles mask A by row only (16-byte
-            copies); the last k-tile masks per k (4-byte copies); tiles that cross N copy B with per-column
-            masks.  Stores are masked; beta == 0 (HAS_C=False) compiles no load of C.  64-bit offsets.
+            k past K arrive as zeros, whose splits are zeros.  Stores are masked; beta == 0 (HAS_C=False)
+            compiles no load of C.  64-bit offsets.
 Range:      as the CUDA stage: the fp16 split needs |x| <= 65504 and loses accuracy below ~2^-14, where lo
             falls into fp16 subnormals; gemm_tf32 has neither limit.
-
-Gluon against the CUDA stage (cuda_kernels/14_tcec.cu):
-* Where the split happens.  The CUDA stage runs wgmma: each warp splits its own 16 rows of A in registers
-  (no other warp reads them) and 1/8 of B into shared hi/lo tiles that both warpgroups read.  Here, on
-  mma.sync, each warp splits the fragments it reads, the WMMAe mapping: an element of A is split by the 4
-  warps that share its rows, one of B by the 2 that share its columns, for no hi/lo tiles at all.  Per k16
-  and lane: 32 fp32 values of A (16 ld.shared.v2) and 16 of B (16 ld.shared.b32) are split, ~4.5
-  instructions each (cvt.rn.f16x2.f32, cvt.f32.f16, sub, mul, cvt.rn.f16.f32), for 48 mma.sync and 64
-  add.f32.  gemm_tcec_wgmma below is the CUDA stage's mapping.
-* Shared layouts are XOR swizzles of 16-byte units picked per operand so that the fragment loads are
-  conflict-free, and the kernel proves it at compile time (gl.static_assert on gl.bank_conflicts == 0).
-* A ring slot holds A's k-tile as two k16 slices stacked along rows ([2 * BM, 16]), so one cp.async per
-  operand fills a slot.  The forms Gluon 3.6 refused: a [STAGES, 2, BM, 16] ring with a 2-D layout ("rank
-  must be equal to or one less than the shape size. Got 2 and 4"), with a 3-D layout then indexed to 2-D
-  ("Got 3 and 2"), and slicing a slot at a run-time offset ("expected 'start' to be an int but got
-  int32[]").  One copy per k16 slice compiles but makes two async writes to one allocation, and Triton's
-  barrier analysis puts a bar.sync between them (measured in the PTX: 3 bar.sync per k-tile instead of 2).
-* Two bar.sync per k-tile, not one: as in Gluon 09, the analysis cannot tell the ring slot being filled
-  from the one being read and adds a barrier between the copy issue and the fragment loads.
-* gemm_tf32 uses a 64x128 tile (32x32 per warp): mma_v2 takes K >= 16 ("Input shapes should have M >= 1,
-  N >= 1 and K >= 16"), so a tf32 call is two m16n8k8 and holds 16 k of hi and lo fragments where the CUDA
-  stage holds 8; at 64x32 per warp that spilled 252 bytes.
-* hi*hi goes through a zero accumulator and an explicit add (SASS: HMMA.16816.F32 ..., RZ, then FADDs).  In
-  plain Triton the same source `acc + tl.dot(a_hi, b_hi)` is rewritten by the combine pass into
-  tt.dot(a_hi, b_hi, acc) (checked on 3.6's TTIR), which would put the promotion back inside the tensor
-  core's RZ accumulator; Gluon runs no combine pass.
-* Compiled for sm_90, no spills: tcec 255 registers (254 with beta == 0), markidis 202, nocorr 201, tf32
-  240; 96 KiB of shared memory (tf32: 72 KiB), one program per SM.  The tcec count is at the edge:
-  issuing the hi*hi product after the corrections, or promoting every 32 k, spilled 4-72 bytes.  Per k-tile
-  and lane (tcec): 96 mma.sync.m16n8k16.f16, 128 add.f32 (promotion), 32 ld.shared.v2 + 32 ld.shared.b32,
-  8 cp.async.cg (16 B), 2 bar.sync.
-
-gemm_tcec_wgmma (VARIANT 4, registered as gluon:14_tcec-wgmma): the method on Hopper's wgmma, two
-warpgroups of 64x128 (NVMMADistributedLayout version [3, 0], wgmma m64n128k16).  A stays WMMAe: fp32
-fragments loaded in wgmma's register-A layout (DotOperandLayout, k_width 2) and split in registers.  B
-cannot: wgmma reads B only from shared memory, so each program splits B's tile once into fp16 hi/lo tiles
-(NVMMASharedLayout, 128-byte swizzle), double-buffered.  While the tensor cores run tile kt (three async
-wgmma groups: hi*hi with use_acc=False, then the two corrections into their accumulator) the warps split B
-and A of tile kt + 1; warpgroup_mma_wait(2) frees hi*hi for its round-to-nearest adds while the corrections
-still run.  hi*hi is promoted every 32 k (two k16 steps chained in the tensor core): promoting every k16
-would hold a fourth 64-register accumulator.  255 registers, no spills (A's copy gives each thread 64
-contiguous bytes of one row, one pointer: with four rows per thread ptxas spilled 36 bytes; the price is
-2-way bank conflicts on A's cp.async writes), 128 KiB of shared memory; per k-tile and warpgroup 6 wgmma,
-3 bar.sync, 1 fence.proxy.async.  Bound: 3 products at wgmma's ~989 TFLOP/s give ~330 TFLOP/s of fp32 work;
-shared-memory traffic (~112 KB per k-tile with wgmma's B reads, ~880 cycles) lowers that to ~290.  It
-reaches 110: every k-tile ends in warpgroup_mma_wait(0) (the next tile's wgmmas need a_hi/a_lo and the B
-buffer they read released), so the tensor pipe drains once per 32 k, and 3 bar.sync stop both warpgroups.
-
-Measured on an H100 SXM, study.sweep --quick of bc14610 (reports/; L2 flushed, median; cuBLAS SGEMM 52.0
-TFLOP/s at 4096^3, 51.3 at 8192^3): tcec 76.7 TFLOP/s (1.48x) at relerr 3.0e-7 and 76.6 (1.49x) at 4.2e-7;
-tcec_wgmma 106.1 (2.04x) at 2.3e-7 and 106.9 (2.09x) at 3.1e-7; markidis 85.4 / 86.2 at 1.4e-5 / 2.9e-5;
-nocorr 150.9 / 155.9 at 2.9e-4; tf32 40.3 / 41.2 at 3.1e-7 / 4.2e-7.  Against the CUDA stage (136.4 /
-128.5): mma_v2 is issue-bound (above), and the wgmma form (22% / 17% behind) drains the tensor pipe once per
-k-tile (warpgroup_mma_wait(0)) and stops both warpgroups at 3 bar.sync.  Every entry also matched a float64 reference on 8 shapes from 1x1x1 to 1024^3
-(ragged, N = 1, M = 1), beta 0 with C full of NaN and beta 0.5, contiguous and offset-by-one odd-stride views
-(worst relerr: tcec 1.8e-7, markidis 3.6e-6, nocorr 4.9e-4, tf32 1.8e-7, tcec_wgmma 1.5e-7).
+gemm_tcec_wgmma (gluon:14_tcec-wgmma): the CUDA stage's mapping on wgmma, two warpgroups of 64x128.  A is
+            split in wgmma's register-A layout; B once per program into double-buffered fp16 hi/lo tiles
+            (128-byte swizzle), while the tensor cores run the previous k-tile.  Every k-tile ends in
+            warpgroup_mma_wait(0), so the tensor pipe drains once per 32 k.
+Gluon against CUDA (3.6): XOR-swizzled shared tiles, proved conflict-free by gl.static_assert; two
+            bar.sync per k-tile (one ring allocation); hi*hi's add stays an add (Gluon runs no combine
+            pass).  sm_90: tcec 255 registers, 96 KiB of shared memory, no spills.
 """
 from __future__ import annotations
 
