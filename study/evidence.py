@@ -456,7 +456,8 @@ def stale_rows(csv_path: Path | str, keys: Keys | None = None) -> list[dict]:
     """Rows of a results.csv whose implementation's code key (what runs) is not the current one, or that carry
     none."""
     import csv
-    rows = list(csv.DictReader(open(csv_path)))
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
     known = {i.name for i in registry.implementations()}
     keys = keys or Keys([registry.get(n) for n in sorted({r["impl"] for r in rows} & known)])
     out = []

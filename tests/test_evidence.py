@@ -13,6 +13,7 @@ strict xfails: the day the proof is committed they XPASS, which fails the run un
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -166,8 +167,8 @@ def _check_in_copy(tmp_path, edit) -> tuple[int, str]:
     text = (root / path).read_text()
     assert old in text, f"the mutation's anchor {old!r} is gone from {path}: update MUTATIONS"
     (root / path).write_text(text.replace(old, new, 1))
-    env = {"PYTHONPATH": str(root), "PATH": __import__("os").environ["PATH"], "HOME": str(Path.home()),
-           **{k: v for k, v in __import__("os").environ.items() if k.startswith(("GEMM_STUDY", "XDG", "NVCC", "TRITON_C"))}}
+    env = {"PYTHONPATH": str(root), "PATH": os.environ["PATH"], "HOME": str(Path.home()),
+           **{k: v for k, v in os.environ.items() if k.startswith(("GEMM_STUDY", "XDG", "NVCC", "TRITON_C"))}}
     proc = subprocess.run([sys.executable, "-m", "study.evidence", "--check", "--impls", ",".join(names)],
                           cwd=root, capture_output=True, text=True, env=env, timeout=900)
     return proc.returncode, proc.stdout + proc.stderr[-3000:]
