@@ -27,8 +27,9 @@
 // Alignment:   sgemm_cp_async assumes 16-byte aligned A, B, C, D and leading dimensions that are multiples
 //              of 4 (the launcher checks); sgemm_cp_async_unaligned is the same template with four 4-byte
 //              copies instead of each 16-byte one and a scalar epilogue.  A always moves 4 bytes at a time.
-// Bank use:     (prediction) a warp's 4-byte copies of A cover 4 rows x 8 k; the swizzle puts them in 32
-//              distinct banks.  The fragment reads are stage 06's (no conflicts).
+// Bank use:     (prediction, unmeasured: ncu's shared-store conflict counter does not see cp.async's LDGSTS)
+//              a warp's 4-byte copies of A cover 4 rows x 8 k; the swizzle puts them in 32 distinct banks.
+//              The fragment reads are stage 06's: ncu counted no shared-load conflicts (NOTES.md, stage 07).
 #include "gemm_common.cuh"
 #include "async_copy.cuh"
 
