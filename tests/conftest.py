@@ -4,7 +4,7 @@
   triton_kernels module is imported, which is why it is set here, at collection).
 * `@pytest.mark.gpu` tests are skipped without a GPU; with `--write-evidence PATH` a GPU run records, per
   implementation, its key (what runs and how it is judged) and whether every one of its tests passed (see
-  study/evidence.py).
+  study/measure/evidence.py).
   The tally is kept from the test reports (`pytest_runtest_logreport`), so it also works under pytest-xdist,
   where the reports of every worker reach the controller.
 * `--stale-only` (with `--write-evidence`) runs the GPU tests of only those implementations whose current
@@ -57,7 +57,8 @@ def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
         path = config.getoption("--write-evidence")
         if config.getoption("--stale-only") and path:
-            from study import evidence, registry
+            from study.measure import evidence
+            from study import registry
             keys = evidence.Keys()
             fresh = {i.name for i in registry.implementations()
                      if evidence.passing(path, i.name, keys.key(i.name), full[i.name])}
@@ -93,6 +94,6 @@ def pytest_sessionfinish(session, exitstatus):
     if hasattr(session.config, "workerinput"):   # an xdist worker: the controller writes the evidence
         return
     if path and HAS_GPU and session.config._impl_outcomes:
-        from study import evidence
+        from study.measure import evidence
         from tests.helpers import expected_gpu_tests
         evidence.record(path, session.config._impl_outcomes, expected_gpu_tests())

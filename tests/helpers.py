@@ -39,7 +39,7 @@ ACCUMULATOR_SHAPE = (37, 45, 4099)
 def scalars(dtype: str, alpha: float, beta: float) -> tuple[float, float]:
     """(alpha, beta) as the test means them; integer GEMMs take integral scalars, so the general case
     (2.5, -0.75) becomes (2, -3) there."""
-    from study.contract import DTYPES
+    from study.core.contract import DTYPES
     if DTYPES[dtype].is_floating_point:
         return alpha, beta
     return {(2.5, -0.75): (2.0, -3.0)}.get((alpha, beta), (alpha, beta))
@@ -51,8 +51,8 @@ def column_major(t):
 
 
 def expected_gpu_tests() -> dict[str, int]:
-    """How many GPU tests the full suite has for each implementation (study.evidence.expected_tests)."""
-    from study.evidence import expected_tests
+    """How many GPU tests the full suite has for each implementation (study.measure.evidence.expected_tests)."""
+    from study.measure.evidence import expected_tests
     return expected_tests()
 
 
@@ -75,9 +75,19 @@ def accumulator_inputs(dtype: str, device, M: int, N: int, K: int):
     the small parts once the running sum passes 2^11 (fp16) or 2^8 (bf16).  Returns A, B and D in float64."""
     import torch
 
-    from study.contract import DTYPES
+    from study.core.contract import DTYPES
     p = {"fp16": 10, "bf16": 7}[dtype]
     a = torch.ones(M, K, dtype=DTYPES[dtype], device=device)
     r = torch.randint(1, 4, (K, N), device=device, dtype=torch.int32).double()
     b64 = 1 + r * 2.0**-p
     return a, b64.to(DTYPES[dtype]), b64.sum(0, keepdim=True).expand(M, N)
+
+
+def assert_matches_float64(impl_name: str, dtype: str, M: int, N: int, K: int, alpha: float, beta: float, device):
+    """One call of the implementation on fresh inputs and a poisoned D, judged against float64."""
+    from study.core.verify import make_inputs, run_and_judge
+    impl = study.get(impl_name)
+    alpha, beta = scalars(dtype, alpha, beta)
+    x = make_inputs(M, N, K, dtype, device, alpha, beta, impl.out_dtypes.get(dtype))
+    v = run_and_judge(impl, dtype, x)
+    assert v.passed, f"{impl_name} {dtype} {M}x{N}x{K} alpha={alpha} beta={beta} seed={x.seed}: {v.error}"

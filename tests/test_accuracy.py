@@ -14,9 +14,13 @@ import pytest
 import torch
 
 import study
-from study import accuracy, roofline
-from study.accuracy import ACCURACY_COLUMNS, FP16_METHOD, ErrorTally, Method, errors, sample
-from study.report import render, tcec_section
+from study.core.stages import stage
+from study.measure import accuracy
+from study.measure.accuracy import ACCURACY_COLUMNS, FP16_METHOD, ErrorTally, Method, errors, sample
+from study.measure.frame import load_json, load_results
+from study.present import figures, tcec
+from study.present.report import render
+from study.present.tcec_figures import pareto_front
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "reports"
 CPU = torch.device("cpu")
@@ -103,7 +107,7 @@ def test_pareto_front_keeps_only_undominated_points():
         "tflops": [50.0, 90.0, 40.0, 95.0, 300.0, 240.0, 90.0, 500.0],
         "relerr": [2e-7, 3e-7, 5e-7, 2e-6, 3e-4, 3.1e-4, 3e-7, float("inf")],
     })
-    front = roofline.pareto_front(pts)
+    front = pareto_front(pts)
     assert set(pts.loc[front, "impl"]) == {"sgemm", "tcec", "markidis", "tf32", "tie"}
     # an exact tie dominates neither; a faster and no less accurate point dominates; inf is never on the front
     assert not front[pts["impl"] == "nocorr"].any() and not front[pts["impl"] == "broken"].any()
@@ -146,7 +150,7 @@ def test_methods_are_stage_14_and_the_baselines_plus_cublas_fp16():
 def test_fig8_rows_time_check_and_label_each_launch(monkeypatch):
     """Figure 8's loop on the CPU, with the CUDA-event timer replaced by a fixed 2 ms: every row is checked
     over the whole batch, says how it was launched, and is normalised by the cuBLAS row timed before it."""
-    from study import timing
+    from study.measure import timing
     monkeypatch.setattr(timing, "L2Flusher", lambda device: (lambda: None))
     monkeypatch.setattr(timing, "ClockSampler", lambda device: None)
     calls = []
@@ -206,9 +210,8 @@ def test_report_renders_the_tcec_section_from_the_fixture(fixture_dir):
 
 
 def test_tcec_context_numbers(fixture_dir):
-    from study.report import load_json, load_results
     df, _ = load_results(fixture_dir / "results.csv")
-    t = tcec_section(df, load_json(fixture_dir / "ceilings.json"), fixture_dir)
+    t = tcec.section(df, load_json(fixture_dir / "ceilings.json"), fixture_dir)
     assert t["pareto_shape"] == "4096x4096x4096"
     front = {p["impl"] for p in t["pareto"] if p["front"]}
     assert front == {"cublas", "cuda:14_tcec", "cuda:14_tcec-markidis", "cublas:tf32"}
@@ -242,7 +245,10 @@ def test_no_section_without_any_stage_14_data(fixture_dir):
 def test_fp32_roofline_gets_a_third_of_the_tensor_core_peaks():
     ceilings = {"measured": {"fp16_tc_tflops": 700.0, "tf32_tc_tflops": 370.0, "fp32_fma_tflops": 60.0},
                 "datasheet": {"fp16_tc_tflops": 989.4}}
-    split = {k: (m, d) for k, _, _, m, d in roofline.split_ceilings(ceilings)}
+    tcec_stage = stage("14")
+    split = {k: (m, d) for k, _, _, m, d in figures.split_ceilings(ceilings, tcec_stage)}
+    labels = [label for _, label, _, _, _ in figures.split_ceilings(ceilings, tcec_stage)]
+    assert labels == ["TF32 TC / 3 (3xTF32)", "FP16 TC / 3 (TCEC)"]
     assert split["fp16_tc_over3_tflops"] == pytest.approx((700 / 3, 989.4 / 3))
     assert split["tf32_tc_over3_tflops"][0] == pytest.approx(370 / 3) and split["tf32_tc_over3_tflops"][1] is None
-    assert roofline.split_ceilings({"measured": {"fp32_fma_tflops": 60.0}}) == []
+    assert figures.split_ceilings({"measured": {"fp32_fma_tflops": 60.0}}, tcec_stage) == []

@@ -7,7 +7,10 @@ import shutil
 
 import pytest
 
-from study import cuda_build, registry
+from study.launch import build as cuda_build
+
+from study import registry
+from study.core.paths import BENCH_DIR, CUDA_DIR
 
 if not shutil.which("nvcc") and not os.environ.get("NVCC"):
     if os.environ.get("CI"):
@@ -52,3 +55,47 @@ ptxas info    : Used 40 registers, used 0 barriers, 380 bytes cmem[0]
     r = cuda_build.parse_ptxas(log)
     assert (r["foo"].registers, r["foo"].smem_bytes, r["foo"].spills, r["foo"].stack_bytes) == (255, 8192, 20, 16)
     assert (r["bar"].registers, r["bar"].smem_bytes, r["bar"].spills) == (40, 0, 0)
+
+
+LAUNCHES = sorted({(c.source, e, c) for i in registry.implementations("cuda") for c in registry.cuda_launches(i)
+                   for e in c.entries()}, key=lambda x: (x[0], x[1], repr(x[2])))
+
+
+@pytest.mark.parametrize("source,entry,launch", LAUNCHES, ids=[f"{s}:{e}" for s, e, _ in LAUNCHES])
+def test_launch_records_declare_each_entrys_parameters(source, entry, launch):
+    """What a launcher passes, by name and C type, is what the compiled entry takes: count and size of every
+    parameter, from the cubin (on a GPU the driver checks the same again when it loads the kernel)."""
+    from study.launch import driver
+    from study.launch.cubin_key import param_sizes
+    driver.check_params(source, entry, launch.params(entry), param_sizes(cuda_build.build(CUDA_DIR / source, flags=launch.flags()).path, entry))
+
+
+def test_a_wrong_parameter_list_is_refused_before_launch():
+    from study.launch import driver
+    from study.launch.cubin_key import param_sizes
+    launch = registry.get("cuda:01_naive").launch
+    sizes = param_sizes(cuda_build.build(CUDA_DIR / launch.source).path, launch.entry)
+    driver.check_params(launch.source, launch.entry, launch.params(), sizes)
+    for wrong in (launch.params()[:-1], launch.params()[:3] + driver.params("alpha:double") + launch.params()[4:]):
+        with pytest.raises(driver.CudaLaunchError, match="parameters"):
+            driver.check_params(launch.source, launch.entry, wrong, sizes)
+
+
+@pytest.mark.parametrize("source,entry,launch", LAUNCHES, ids=[f"{s}:{e}" for s, e, _ in LAUNCHES])
+def test_launch_geometry_is_what_the_kernel_exports(source, entry, launch):
+    """Tile, block size and dynamic shared memory come from the kernel (STUDY_ENTRY_FACTS): the record's tile
+    and block must equal what the entry exports, and its shared-memory size is read, never restated."""
+    from study.launch import driver
+    exports = cuda_build.build(CUDA_DIR / source, flags=launch.flags()).exports
+    driver.check_exports(source, exports, launch.expected_facts(entry))
+    assert 0 <= launch.dynamic_smem(entry) == exports[f"{entry}_smem"] <= 227 * 1024
+
+
+def test_bench_kernels_declare_their_parameters():
+    from study.launch import driver
+    from study.launch.cubin_key import param_sizes
+    from study.measure.ceilings import BENCH_PARAMS
+    for entry, spec in BENCH_PARAMS.items():
+        source = BENCH_DIR / ("bandwidth.cu" if entry in ("smem_read", "l2_read") else f"{entry.split('_')[0]}_peak.cu"
+                              if entry.startswith("fma") else "mma_peak.cu")
+        driver.check_params(source, entry, driver.params(spec), param_sizes(cuda_build.build(source).path, entry))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import study
-from study.contract import DTYPES
+from study.core.contract import DTYPES
 from study.registry import CudaLaunch
 
 ALL = [i.name for i in study.implementations()]

@@ -1,4 +1,4 @@
-"""ncu's counters as the report reads them (study/counters.py): kernels attributed to implementations in
+"""ncu's counters as the report reads them (study/measure/ncu.py): kernels attributed to implementations in
 launch order, units converted, and nothing guessed when the file does not add up."""
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import shutil
 
 import pytest
 
-from study import counters, report
+from study.measure import ncu as counters
+
+from study.present import report
 from study.registry import ROOT
 
 TCEC = ROOT / "reports" / "ncu_tcec.csv"
@@ -40,7 +42,7 @@ def _write(tmp_path, names, kernels):
 def test_units_and_thousands_separators(tmp_path):
     prof = counters.load(_write(tmp_path, ["a"], ["k_a"]))
     assert prof.rows == [{"impl": "a", "kernel": "k_a", "ms": pytest.approx(1.5), "registers": 40.0,
-                          **{c: None for c in counters.METRICS if c != "registers"}}]
+                          **{c: None for c in counters.COUNTER_COLUMNS if c != "registers"}}]
 
 
 def test_mismatched_counts_are_not_attributed(tmp_path):

@@ -4,7 +4,7 @@ A CUDA implementation is a set of entries (a dispatch's tile shapes, `_unaligned
 per-layout kernels, a pre-split kernel, a TMA form's fallback).  Which one a call launches depends on the
 dtype, the operands' layouts and alignment, and the output's size against the SM count.  Each launch class
 says which entries a call runs (`plan`); here every call the GPU suite makes (tests/helpers.py's shapes) and
-every call the sanitizer makes (study.sanitize.calls) is planned on CPU tensors of the same layout, and the
+every call the sanitizer makes (study.measure.sanitize.calls) is planned on CPU tensors of the same layout, and the
 union must be every entry the implementation has.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 import study
-from study import sanitize
-from study.contract import validate
+from study.measure import sanitize
+from study.core.contract import validate
 from study.registry import reachable_entries
-from study.verify import make_inputs, pitched16
+from study.core.verify import make_inputs, pitched16
 from tests.helpers import (ACCUMULATOR_SHAPE, PADDED_SHAPE, SHAPES, TRANSPOSED_LAYOUTS, TRANSPOSED_SHAPES,
                            UNALIGNED_SHAPES, column_major, shifted)
 

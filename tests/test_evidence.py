@@ -1,7 +1,7 @@
 """CI has no GPU, so every implementation must carry proof that it, exactly as it runs now, passed on one.
 
 reports/gpu-evidence.json is written by `pytest -m gpu --write-evidence ...` and `python -m study.sanitize` on the
-GPU (tools/gpu_run.sh), never by hand.  Each record holds its implementation's key (study/evidence.py): the
+GPU (tools/gpu_run.sh), never by hand.  Each record holds its implementation's key (study/measure/evidence.py): the
 compiled code (per-entry cubin digests; every Triton and Gluon compile unit the launcher can launch), the launch
 declaration and code, the precision labels, the GPU test harness, the toolchain and the compute capability.
 Anything that changes what runs or how it is judged changes the key, and this file fails until the GPU run is
@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 import study
-from study import evidence, registry
-from study.cuda_build import NVCC_FLAGS, build, nvcc_version
+from study.measure import evidence
+from study import registry
+from study.launch.build import NVCC_FLAGS, build, nvcc_version
 
 EVIDENCE = evidence.EVIDENCE
 AWAITING_GPU: set[str] = set()
@@ -61,7 +62,7 @@ def test_current_key_passed_on_a_gpu(name, keys, expected):
                                            "a clean compute-sanitizer record"))
 def test_cuda_kernel_is_sanitizer_clean(name, keys):
     """compute-sanitizer memcheck, racecheck, synccheck and initcheck found nothing, in this kernel or anywhere
-    else, on every call study.sanitize makes (every entry: tests/test_coverage.py)."""
+    else, on every call study.measure.sanitize makes (every entry: tests/test_coverage.py)."""
     rec = evidence.sanitizer_clean(EVIDENCE, name, keys.parts(name))
     assert rec is not None, (f"{name}: no clean compute-sanitizer record for code key {keys.code_key(name)[:12]} "
                              f"({evidence.why_not(EVIDENCE, name, evidence.code_parts(keys.parts(name)), 'sanitizer')}); run "
@@ -99,7 +100,7 @@ MUL = "acc = fmaf(As[ty][k], Bs[k][tx], acc)"
 
 
 def test_cubin_key_ignores_line_info_and_comments_but_not_code(tmp_path):
-    from study.cubin_key import entry_digests
+    from study.launch.cubin_key import entry_digests
     src = registry.CUDA_DIR / "03_smem_tiling.cu"
     text = src.read_text()
     for name, body in {"same.cu": text, "comment.cu": "// one more line\n// and another\n" + text,
@@ -129,18 +130,19 @@ def test_normalised_python_ignores_comments_and_docstrings():
 # name -> (file, old text, new text, the implementations that must fail).  The check is limited to the named
 # implementations to keep CI short; tests/test_evidence.py on a mutated copy names all that it affects.
 MUTATIONS = {
-    "fast-math": ("study/cuda_build.py", '"-lineinfo")', '"-lineinfo", "--use_fast_math")', ["cuda:01_naive"]),
+    "fast-math": ("study/launch/build.py", '"-lineinfo")', '"-lineinfo", "--use_fast_math")', ["cuda:01_naive"]),
     "relabel-nocorr": ("study/registry.py", '"-nocorr": ("fp16-inputs",', '"-nocorr": ("fp32",',
                        ["cuda:14_tcec-nocorr", "triton:14_tcec-nocorr", "gluon:14_tcec-nocorr"]),
-    "tma-swizzle": ("study/cuda_launch.py", "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_SWIZZLE_64B",
+    "tma-swizzle": ("study/launch/driver.py", "TensorMapSwizzle.SWIZZLE_128B", "TensorMapSwizzle.SWIZZLE_64B",
                     ["cuda:13_swizzle-tma"]),
-    "scalar-type": ("study/registry.py", 'scalar: str = field(default="float", repr=False)',
+    "scalar-type": ("study/launch/launchers.py", 'scalar: str = field(default="float", repr=False)',
                     'scalar: str = field(default="double", repr=False)', ["cuda:01_naive"]),
-    "tcec-workspace": ("study/registry.py", "TCEC_WS_TILE = 2 * 128 * 32", "TCEC_WS_TILE = 2 * 128 * 16",
-                       ["cuda:14_tcec"]),
+    "argument-names": ("study/launch/launchers.py", "C:ptr ldc:i64 D:ptr ldd:i64", "C:ptr ldd:i64 D:ptr ldc:i64",
+                       ["cuda:01_naive", "cuda:14_tcec"]),
+    "tcec-split-tile": ("study/registry.py", "split_tile=(32, 128)", "split_tile=(32, 64)", ["cuda:14_tcec"]),
     "test-shapes": ("tests/helpers.py", "for n in (1, 7, 31, 33, 127, 257, 1000)", "for n in (1, 7, 31, 33, 127, 257)",
                     ["cuda:01_naive", "triton:01_naive", "cublas"]),
-    "tolerance": ("study/schema.py", '"fp32": 2e-5,', '"fp32": 2e-4,', ["cuda:01_naive", "gluon:03_smem_tiling"]),
+    "tolerance": ("study/core/schema.py", '"fp32": 2e-5,', '"fp32": 2e-4,', ["cuda:01_naive", "gluon:03_smem_tiling"]),
 }
 COMMENTS = {
     "shared-header": ("cuda_kernels/async_copy.cuh", "#pragma once", "#pragma once\n// a comment line",

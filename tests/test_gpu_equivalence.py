@@ -2,7 +2,7 @@
 
 Ragged sizes on purpose (tests/helpers.py: 1, 7, 31, 33, 127, 257, 1000 and non-square mixes): none of them
 divide the tiles.  Each case draws fresh random inputs, passes a NaN-filled C when beta == 0, poisons D with
-NaN, and checks that A, B and C are untouched (study.verify.run_and_judge), and that the relative error and
+NaN, and checks that A, B and C are untouched (study.core.verify.run_and_judge), and that the relative error and
 every single element are within the precision's bounds.  Every launch a dispatch can pick runs, aligned and
 not (tests/test_coverage.py proves it on the CPU for 132 SMs), and fp32 accumulation is checked exactly.
 """
@@ -12,11 +12,11 @@ import pytest
 import torch
 
 import study
-from study.verify import judge, make_inputs, pitched16, reference, reference_terms, run_and_judge
-from study.contract import DTYPES
+from study.core.verify import judge, make_inputs, pitched16, reference, reference_terms, run_and_judge
+from study.core.contract import DTYPES
 from tests.helpers import (ACCUMULATOR_SHAPE, ALPHA_BETA, DISPATCH_K, PADDED_SHAPE, SHAPES, TRANSPOSED_LAYOUTS,
-                           TRANSPOSED_SHAPES, UNALIGNED_SHAPES, accumulator_inputs, column_major, impl_dtypes,
-                           scalars, shifted)
+                           TRANSPOSED_SHAPES, UNALIGNED_SHAPES, accumulator_inputs, assert_matches_float64,
+                           column_major, impl_dtypes, scalars, shifted)
 
 pytestmark = pytest.mark.gpu
 
@@ -25,11 +25,7 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("M,N,K", SHAPES)
 @pytest.mark.parametrize("impl_name,dtype", impl_dtypes())
 def test_matches_float64(impl_name, dtype, M, N, K, alpha, beta):
-    impl = study.get(impl_name)
-    alpha, beta = scalars(dtype, alpha, beta)
-    x = make_inputs(M, N, K, dtype, "cuda", alpha, beta, impl.out_dtypes.get(dtype))
-    v = run_and_judge(impl, dtype, x)
-    assert v.passed, f"{impl_name} {dtype} {M}x{N}x{K} alpha={alpha} beta={beta} seed={x.seed}: {v.error}"
+    assert_matches_float64(impl_name, dtype, M, N, K, alpha, beta, "cuda")
 
 
 def _col_major_impls():

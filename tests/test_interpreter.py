@@ -14,9 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-import study
-from study.verify import make_inputs, run_and_judge
-from tests.helpers import impl_dtypes, scalars
+from tests.helpers import assert_matches_float64, impl_dtypes
 
 if torch.cuda.is_available():
     pytest.skip("GPU present: Triton runs compiled, tests/test_gpu_equivalence.py covers it",
@@ -43,11 +41,7 @@ SHAPES = [(1, 1, 1), (7, 5, 3), (9, 13, 40), (3, 20, 70), (33, 17, 41)]
 @pytest.mark.parametrize("M,N,K", SHAPES)
 @pytest.mark.parametrize("impl_name,dtype", impl_dtypes(backends={"triton"}, marks_for=_marks))
 def test_interpreted_matches_float64(impl_name, dtype, M, N, K, alpha, beta):
-    impl = study.get(impl_name)
-    alpha, beta = scalars(dtype, alpha, beta)
-    x = make_inputs(M, N, K, dtype, "cpu", alpha, beta, impl.out_dtypes.get(dtype))
-    v = run_and_judge(impl, dtype, x)
-    assert v.passed, f"{impl_name} {dtype} {M}x{N}x{K} seed={x.seed}: {v.error}"
+    assert_matches_float64(impl_name, dtype, M, N, K, alpha, beta, "cpu")
 
 
 @triton.jit

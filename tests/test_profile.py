@@ -1,13 +1,15 @@
-"""study.profile's parsing of ncu output and study.hierarchy's reading of it, on synthetic ncu text (no GPU)."""
+"""study.measure.ncu's parsing of ncu output and study.present.hierarchy's reading of it, on synthetic ncu text (no GPU)."""
 from __future__ import annotations
 
 import json
 
 import pandas as pd
 
-from study import hierarchy, profile
-from study.report import profile_section
-from study.sanitize import attribute
+from study.present import hierarchy
+
+from study.measure import ncu as profile
+from study.present.report import profile_section
+from study.measure.sanitize import attribute
 
 HEADER = ['"ID"', '"Kernel Name"'] + [f'"{m}"' for m in profile.METRICS.values()]
 UNITS = ['""', '""', '"nsecond"'] + ['""'] * (len(profile.METRICS) - 1)

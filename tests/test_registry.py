@@ -8,7 +8,7 @@ import pytest
 
 import study
 from study import registry
-from study.schema import TOLERANCE
+from study.core.schema import TOLERANCE
 
 CUDA = sorted(p.stem for p in registry.CUDA_DIR.glob("[0-9][0-9]_*.cu"))
 TRITON = sorted(p.stem for p in registry.TRITON_DIR.glob("[0-9][0-9]_*.py"))
@@ -69,7 +69,7 @@ def test_vector_kernels_fall_back_on_unaligned_operands():
     """A 16-byte path runs only when every operand's start and row pitch are 16-byte multiples."""
     import torch
 
-    from study.contract import validate
+    from study.core.contract import validate
     launch = study.get("cuda:09_best_simt").launch.choices[0]
     assert launch.unaligned_entry
     a, b = torch.randn(64, 32), torch.randn(32, 48)

@@ -13,11 +13,12 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 import pytest
 
-from study import roofline
-from study.report import load_results, render, stage_tables
-from study.accuracy import ACCURACY_COLUMNS, FIG8_COLUMNS
-from study.schema import RESULT_COLUMNS
-from study.stages import STAGES
+from study.measure.frame import load_results, prepare, series_key, variant_of
+from study.present import figures as roofline
+from study.present.report import render, stage_tables
+from study.measure.accuracy import ACCURACY_COLUMNS, FIG8_COLUMNS
+from study.core.schema import RESULT_COLUMNS
+from study.core.stages import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "reports"
@@ -162,12 +163,12 @@ def test_stage_variants_get_a_row_each(rendered):
 
 
 def test_variants_have_their_own_series():
-    assert roofline.variant_of("14", "cuda:14_tcec-markidis") == "markidis"
-    assert roofline.variant_of("14", "gluon:14_tcec") == ""
-    assert roofline.series_key("14", "triton:14_tcec-tf32") == "14-tf32"
-    assert roofline.series_key("03", "cuda:03_smem_tiling") == "03"
-    assert roofline.series_key("baseline", "triton:tuned-tf32x3") == "triton:tuned-tf32x3"
-    styles = roofline.series_styles(roofline.prepare(fixture_rows()))
+    assert variant_of("14", "cuda:14_tcec-markidis") == "markidis"
+    assert variant_of("14", "gluon:14_tcec") == ""
+    assert series_key("14", "triton:14_tcec-tf32") == "14-tf32"
+    assert series_key("03", "cuda:03_smem_tiling") == "03"
+    assert series_key("baseline", "triton:tuned-tf32x3") == "triton:tuned-tf32x3"
+    styles = roofline.series_styles(prepare(fixture_rows()))
     looks = [(styles[k].colour, styles[k].marker) for k in styles]
     assert len(set(looks)) == len(looks), "two series would look the same on a figure"
     assert [k for k in sorted(styles, key=lambda k: styles[k].order) if k.startswith("14")] == \
@@ -222,7 +223,7 @@ def test_figures_skip_empty_and_survive_single_rows(tmp_path):
 def test_cli_renders_without_torch_or_triton(tmp_path):
     shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
     # The report must render on machines with neither GPU stack, so importing it may not pull them in.
-    probe = ("import sys; from study.report import main; rc = main(['--dir', sys.argv[1]]); "
+    probe = ("import sys; from study.present.report import main; rc = main(['--dir', sys.argv[1]]); "
              "heavy = [m for m in ('torch', 'triton') if m in sys.modules]; "
              "sys.exit(f'imported {heavy}' if heavy else rc)")
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], cwd=REPO, capture_output=True, text=True)

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import study
-from study import sweep
-from study.schema import RESULT_COLUMNS
+from study.measure import sweep
+from study.core.schema import RESULT_COLUMNS
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")

@@ -5,7 +5,7 @@ held to its label by what the PTX does.
 The first GPU run of this study caught triton:03_smem_tiling, then written with no tl.dot at all, at relerr
 7.7e-4: Triton's combine pass had turned its broadcast-multiply-reduce into tt.dot, and that dot took the
 default fp32 input precision, TF32 (mma.sync ... .tf32 in the PTX).  These tests make that visible without a
-GPU.  The units come from study/offline.py (one subprocess; the same compilation the evidence key holds).
+GPU.  The units come from study/measure/offline.py (one subprocess; the same compilation the evidence key holds).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import re
 import pytest
 
 import study
-from study.offline import compile_units
+from study.measure.offline import compile_units
 
 
 @pytest.fixture(scope="module")

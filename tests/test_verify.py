@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from study.verify import judge, make_inputs, reference, reference_terms
+from study.core.verify import judge, make_inputs, reference, reference_terms
 from tests.helpers import ALPHA_BETA, SHAPES
 
 

@@ -9,11 +9,11 @@
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
 #   STUDY_STEPS="build test sanitize sweep accuracy profile ncu" selects steps (default: build test sweep
 #   accuracy).  accuracy writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100;
-#   sanitize (study/sanitize.py) records compute-sanitizer counts in the evidence; profile (study/profile.py)
+#   sanitize (study/measure/sanitize.py) records compute-sanitizer counts in the evidence; profile (study/measure/ncu.py)
 #   writes reports/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
-#   at 4096^3 into reports/ncu_ladder.csv.
+#   at 4096^3, with stall reasons, into reports/ladder/profile.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
-#   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/evidence.py)
+#   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/measure/evidence.py)
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 #   STUDY_TEST_FILTER=EXPR runs only the GPU tests pytest -k EXPR selects (their evidence records are rewritten)
 set -uo pipefail
@@ -37,7 +37,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 
 if [[ " $STEPS " == *" build "* ]]; then
   log "build (nvcc, sm_90a)"
-  python3 -m study.cuda_build 2>&1 | tee "$LOGS/build.log" || status=1
+  python3 -m study.build 2>&1 | tee "$LOGS/build.log" || status=1
 fi
 if [[ " $STEPS " == *" test "* ]]; then
   log "GPU equivalence tests"
@@ -62,11 +62,9 @@ if [[ " $STEPS " == *" accuracy "* ]]; then
   python3 -m study.accuracy --out reports "${ACCURACY_ARGS[@]}" 2>&1 | tee "$LOGS/accuracy.log" || status=1
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
-  log "ncu (fp32 ladder, 4096^3)"
-  timeout 400 ncu --clock-control none --profile-from-start off --csv --page raw \
-    --metrics "$(python3 tools/ncu_ladder.py --metrics)" python3 tools/ncu_ladder.py > reports/ncu_ladder.csv \
-    2> "$LOGS/ncu.err" || status=1
-  grep -c PROFILED reports/ncu_ladder.csv
+  log "ncu (fp32 ladder 03-09, 4096^3, with stall reasons)"
+  timeout 400 python3 -m study.profile --stages 03,04,05,06,07,08,09 --dtypes fp32 --ragged none --stalls \
+    --out reports/ladder 2>&1 | tee "$LOGS/ncu.log" || status=1
 fi
 if [[ " $STEPS " == *" sanitize "* ]]; then
   log "compute-sanitizer: memcheck, racecheck, synccheck, initcheck over every CUDA kernel (ragged shapes)"

@@ -3,12 +3,12 @@
     python tools/migrate_rows.py reports/h100/results.csv --commit d0ca9bc
 
 A row carries its implementation's code key as computed at the commit that measured it (`--commit`).  When the
-key *function* changes (study/evidence.py), every row turns stale although no kernel did.  This tool proves,
+key *function* changes (study/measure/evidence.py), every row turns stale although no kernel did.  This tool proves,
 per implementation, that it did not, and only then rewrites the row's key:
 
 1. the commit's tree, exported to a temporary folder, computes its own code keys: each row's `impl_key` must
    equal its implementation's (the rows are what that commit measured);
-2. the same tree, with the current study/evidence.py (and the modules it uses) copied in, computes code keys
+2. the same tree, with the current study/measure/evidence.py (and the modules it uses) copied in, computes code keys
    with the current function: where one equals the current tree's, the compiled code, host code, launch
    declaration and launch code, labels and target of that implementation are the same at both commits, and its
    rows get the current key.  Every other row is left as it is (stale).
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-KEY_MODULES = ("study/evidence.py", "study/offline.py", "study/cubin_key.py")
+KEY_MODULES = ("study/measure/evidence.py", "study/measure/offline.py", "study/launch/cubin_key.py")
 
 
 def code_keys(tree: Path) -> dict[str, str]:

@@ -49,3 +49,9 @@ def check_grid(name: str, programs: int):
     if programs > 2**31 - 1:
         raise ValueError(f"{name}: {programs} programs exceed the grid limit of 2**31-1; the shape is too large "
                          f"for this stage's one-dimensional launch")
+
+
+def interpreting() -> bool:
+    """True under TRITON_INTERPRET=1 (Triton on the CPU; Gluon has no interpreter)."""
+    import os
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")

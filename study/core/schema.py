@@ -1,0 +1,82 @@
+"""The columns of reports/results.csv, one row per (implementation, dtype, shape, alpha, beta) measurement.
+
+Shared by the sweep (which writes rows) and the report (which reads them), so the two cannot drift.
+"""
+from __future__ import annotations
+
+RESULT_COLUMNS: tuple[str, ...] = (
+    "timestamp",      # UTC ISO-8601, when the row was measured
+    "impl",           # registry name, e.g. "cuda:03_smem_tiling", "cublas", "triton:tuned"
+    "stage",          # "01".."NN" for ladder stages, "baseline" for cuBLAS and the tuned Triton matmul
+    "stage_title",
+    "backend",        # "cuda" | "triton" | "cublas"
+    "dtype",          # input dtype: "fp32" | "fp16" | "bf16" | ...
+    "precision",      # what the arithmetic really is: "fp32", "tf32", "fp16/fp32acc", ...
+    "M", "N", "K",
+    "shape_set",      # the preset the shape came from: "square", "llm", "custom"
+    "alpha", "beta",
+    "ms",             # median kernel time over `reps` timed runs (CUDA events, L2 flushed before each)
+    "ms_p20", "ms_p80",
+    "reps",
+    "tflops",         # 2*M*N*K / ms
+    "gbps",           # compulsory bytes / ms
+    "intensity",      # 2*M*N*K / compulsory bytes (A, B, C if beta != 0, D), FLOP per byte
+    "baseline_impl",  # the cuBLAS row of the same dtype and precision, timed adjacent to this one
+    "pct_cublas",     # 100 * tflops / tflops of baseline_impl
+    "relerr",         # ||D - D_ref||_F / ||D_ref||_F against a float64 reference
+    "tol",            # the tolerance relerr was held to (per precision)
+    "passed",         # relerr <= tol, no NaN, every element written
+    "error",          # empty, or why the row failed (exception text, NaN count, ...)
+    "registers", "smem_bytes", "spills",   # per thread / per block / bytes; empty for cuBLAS
+    "sm_clock_mhz",   # mean SM clock sampled by NVML while this row was timed
+    "gpu",
+    "commit",
+    "impl_key",       # the implementation's code key when measured (study/measure/evidence.py): a row whose key is not the
+                      # current one measured other code, and is stale (python -m study.evidence --stale)
+)
+
+# Precision -> largest relative Frobenius error accepted.  True fp32 FMA over K <= 16384 lands near
+# 1e-6 (sequential-sum error grows like u*sqrt(K)); TF32 lands near 3e-4, so 2e-5 separates them.
+TOLERANCE: dict[str, float] = {
+    "fp32": 2e-5,
+    "tf32": 2e-3,
+    "fp16/fp32acc": 5e-3,
+    "fp16": 1e-2,
+    "bf16/fp32acc": 1e-2,
+    # fp16 accumulation (WMMA f16 -> f16): the running sum is rounded to fp16 once per fragment k-step;
+    # over K = 4099 in 16-deep steps that is ~2e-3 for randn inputs, so 1e-2 still catches a lost product.
+    "fp16/fp16acc": 1e-2,
+    "fp64": 1e-12,                   # IEEE fp64 FMA (DMMA or DFMA): ~1e-15 over K <= 16384
+    "int8/int32acc": 0.0,            # integer pairs are exact: compared bit for bit
+    "uint8/int32acc": 0.0,
+    # Stage 14 (seed 002): fp32 inputs computed on tensor cores from split operands.  The TCEC and 3xTF32
+    # splits must be as accurate as fp32 SIMT; Markidis-style accumulation inside the tensor cores and the
+    # uncorrected fp16 rounding are the measurably worse variants the study exists to show.
+    "fp16x3-tcec": 2e-5,
+    "tf32x3": 2e-5,
+    "fp16x3-markidis": 1e-4,
+    "fp16-inputs": 2e-3,
+}
+
+# Precision -> (u_in, u_acc): the per-element error model beside TOLERANCE (study.core.verify.element_bound).
+# u_in is the unit roundoff of what the method does to its inputs before multiplying (0 where the products are
+# exact: fp16 and bf16 operands, fp32 FMA); u_acc that of its running sum.  An element may be off by
+# ELEMENT_SIGMAS * (u_in + u_acc * sqrt(K)) times the l2 norm of its terms, plus the output's own rounding.
+# Independent rounding errors add like that norm (a sum of K of them grows like sqrt(K)); 8 is far past the
+# largest of 2^28 Gaussian draws (~6 sigma).  u_acc is 2^-23, not 2^-24: tensor-core accumulators truncate.
+ELEMENT_SIGMAS = 8.0
+ELEMENT_MODEL: dict[str, tuple[float, float]] = {
+    "fp32": (0.0, 2**-23),
+    "tf32": (2**-10, 2**-23),            # inputs cut to 10 explicit mantissa bits (by truncation, on some paths)
+    "fp16/fp32acc": (0.0, 2**-23),
+    "fp16": (0.0, 2**-11),
+    "bf16/fp32acc": (0.0, 2**-23),
+    "fp16/fp16acc": (0.0, 2**-11),       # the running sum itself is fp16
+    "fp64": (0.0, 2**-52),
+    "int8/int32acc": (0.0, 0.0),         # exact
+    "uint8/int32acc": (0.0, 0.0),
+    "fp16x3-tcec": (2**-21, 2**-23),     # hi + lo keep 22 bits of each input
+    "tf32x3": (2**-21, 2**-23),
+    "fp16x3-markidis": (2**-14, 2**-23), # unscaled lo goes subnormal in fp16 for small inputs
+    "fp16-inputs": (2**-11, 2**-23),
+}

@@ -1,0 +1,338 @@
+"""How an implementation is launched: the launch records the catalogue (study/registry.py) declares.
+
+A CUDA record names a kernel file, an entry and the launch geometry; it passes the kernel's arguments by name,
+against a parameter list declared once per kind of entry (the `*_PARAMS` below), which the driver checks
+against the loaded kernel's real parameters (study/launch/driver.py).  Dynamic shared memory is never
+computed here: every entry exports it (STUDY_ENTRY_FACTS in cuda_kernels/gemm_common.cuh) as `<entry>_smem`,
+beside its tile (`<entry>_bm`, `<entry>_bn`) and block size (`<entry>_threads`), which must equal the
+record's when the kernel is loaded.
+
+Records are frozen and hold no state.  `bind(name, p)` returns one checked call (`Bound`): `run()` launches
+it, `resources()` says what the kernel it launches uses.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from study.core.contract import aligned16, dtype_name, validate
+from study.core.paths import CUDA_DIR
+from study.launch import driver
+from study.launch.build import NVCC_FLAGS, build
+from study.launch.driver import params
+
+# Parameter lists, as the .cu files declare them.  {s}: the C type of alpha and beta.
+GEMM_PARAMS = "M:int N:int K:int alpha:{s} A:ptr lda:i64 B:ptr ldb:i64 beta:{s} C:ptr ldc:i64 D:ptr ldd:i64"
+BATCH_PARAMS = "batch_a:i64 batch_b:i64 batch_c:i64 batch_d:i64"          # element distance between matrices
+SPLIT_PARAMS = params("B:ptr ldb:i64 K:int N:int batch_b:i64 ws:ptr")
+TMA_PARAMS = params("map_a:tmap map_b:tmap M:int N:int K:int alpha:double beta:double C:ptr ldc:i64 D:ptr ldd:i64")
+
+
+@dataclass(eq=False)
+class Bound:
+    """One checked call of one launch record."""
+    run: Callable[[], object]
+    resources: Callable[[], dict | None] = lambda: None
+
+    def __call__(self):
+        return self.run()
+
+
+def _all_aligned16(p) -> bool:
+    return all(aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None)
+
+
+@dataclass(frozen=True)
+class CudaLaunch:
+    """A cuda_kernels/*.cu entry: one block per `tile` of D, `block` threads each.
+
+    A kernel that moves 16-byte vectors names an `unaligned_entry` too (the same template, scalar accesses):
+    it is launched whenever an operand's start or leading dimension is not a multiple of 16 bytes, so a view
+    at an odd offset gets the slow path, never a misaligned-address fault."""
+    source: str
+    entry: str
+    block: tuple[int, int, int]
+    tile: tuple[int, int]            # (rows, cols) of D per block
+    rows_on_x: bool = False          # grid.x walks M (stage 01's uncoalesced map) instead of N
+    defines: tuple[str, ...] = ()    # nvcc -D macros (a tuning variant's entries are built only under one)
+    aligned_only: bool = False       # no scalar twin (a tuning variant): refuse operands that are not aligned
+    spills_ok: bool = False          # CI fails on register spills unless a kernel declares them deliberate
+    unaligned_entry: str = ""
+    scalar: str = field(default="float", repr=False)   # C type of alpha and beta ("double": tensor-core stages)
+
+    def params(self, entry: str = "") -> tuple:
+        """The parameters of `entry` (any of this record's entries), as its C signature declares them."""
+        return params(GEMM_PARAMS.format(s=self.scalar))
+
+    def flags(self) -> tuple[str, ...]:
+        return NVCC_FLAGS + tuple(f"-D{d}" for d in self.defines)
+
+    def expected_facts(self, entry: str) -> dict[str, int]:
+        """The record's geometry for `entry`, as the kernel must export it."""
+        return {f"{entry}_bm": self.tile[0], f"{entry}_bn": self.tile[1],
+                f"{entry}_threads": self.block[0] * self.block[1] * self.block[2]}
+
+    def dynamic_smem(self, entry: str | None = None) -> int:
+        """Bytes of dynamic shared memory per block of `entry`, as the kernel exports them."""
+        return build(CUDA_DIR / self.source, flags=self.flags()).exports[f"{entry or self.entry}_smem"]
+
+    def kernel(self, entry: str, device) -> driver.LoadedKernel:
+        """The loaded entry, its parameters and exported geometry checked."""
+        return driver.kernel(CUDA_DIR / self.source, entry, device, self.params(entry), smem_fact=f"{entry}_smem",
+                             expect=self.expected_facts(entry), flags=self.flags())
+
+    def grid(self, name: str, M: int, N: int) -> tuple[int, int, int]:
+        over_m, over_n = -(-M // self.tile[0]), -(-N // self.tile[1])
+        gx, gy = (over_m, over_n) if self.rows_on_x else (over_n, over_m)
+        if gx > 2**31 - 1 or gy > 65535:
+            raise ValueError(f"{name}: a {M}x{N} output needs a {gx}x{gy} grid; this stage's launch allows "
+                             f"grid.x <= 2**31-1 and grid.y <= 65535")
+        return gx, gy, 1
+
+    def entries(self) -> tuple[str, ...]:
+        return (self.entry, self.unaligned_entry) if self.unaligned_entry else (self.entry,)
+
+    def entry_for(self, p) -> str:
+        if not _all_aligned16(p):
+            self._refuse_unaligned()
+            if self.unaligned_entry:
+                return self.unaligned_entry
+        return self.entry
+
+    def _refuse_unaligned(self) -> None:
+        if self.aligned_only:
+            raise ValueError(f"{self.entry}: this launch takes only 16-byte aligned operands")
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        """The entries a call on `p` launches on a GPU of `sms` SMs (what the GPU suite must reach)."""
+        return (self.entry_for(p),)
+
+    def bind(self, name: str, p) -> Bound:
+        entry = self.entry_for(p)
+        return Bound(lambda: self._launch(name, p, entry, 1, {}), lambda: self.resources(entry))
+
+    def _gemm_args(self, p) -> dict:
+        M, N, K = p.mnk
+        c = p.c if p.c is not None else p.out   # never read when beta == 0 (the kernel checks beta)
+        return dict(M=M, N=N, K=K, alpha=p.alpha, A=p.a, lda=p.lda, B=p.b, ldb=p.ldb, beta=p.beta, C=c,
+                    ldc=c.stride(0), D=p.out, ldd=p.out.stride(0))
+
+    def _launch(self, name: str, p, entry: str, depth: int, extra: dict) -> None:
+        M, N, _ = p.mnk
+        gx, gy, _ = self.grid(name, M, N)
+        k = self.kernel(entry, p.a.device)
+        driver.launch(k, (gx, gy, depth), self.block, k.smem, {**self._gemm_args(p), **extra}, p.a.device)
+
+    def resources(self, entry: str | None = None) -> dict:
+        entry = entry or self.entry
+        r = build(CUDA_DIR / self.source, flags=self.flags()).resources[entry]
+        return {"registers": r.registers, "smem_bytes": r.smem_bytes + self.dynamic_smem(entry), "spills": r.spills}
+
+
+@dataclass(frozen=True)
+class CudaBatchedLaunch(CudaLaunch):
+    """A kernel whose grid.z walks a batch: after the GEMM arguments it takes the element distance between
+    consecutive A, B, C and D matrices (all 0 for a single GEMM)."""
+
+    def params(self, entry: str = "") -> tuple:
+        return super().params(entry) + params(BATCH_PARAMS)
+
+    def bind(self, name: str, p) -> Bound:
+        entry = self.entry_for(p)
+        return Bound(lambda: self._launch(name, p, entry, 1, dict.fromkeys(("batch_a", "batch_b", "batch_c",
+                                                                                   "batch_d"), 0)),
+                     lambda: self.resources(entry))
+
+    def batched(self, impl, a, b, out=None):
+        """D[i] = A[i] @ B[i] in one launch; A: BxMxK, B: BxKxN, D (allocated if None): BxMxN, all contiguous."""
+        if out is None:
+            out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
+        if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
+            raise ValueError(f"{impl.name}: batched operands must be contiguous")
+        if tuple(out.shape) != (a.shape[0], a.shape[1], b.shape[2]) or out.dtype != a.dtype:
+            raise ValueError(f"{impl.name}: batched out must be {(a.shape[0], a.shape[1], b.shape[2])} {a.dtype}")
+        if not 1 <= a.shape[0] <= 65535:
+            raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds grid.z <= 65535")
+        p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
+        strides = dict(batch_a=a.stride(0), batch_b=b.stride(0), batch_c=out.stride(0), batch_d=out.stride(0))
+        vec = self.entry_for(p) == self.entry and all(s % 4 == 0 for s in strides.values())   # every matrix aligned
+        self._launch(impl.name, p, self.entry if vec else self.unaligned_entry, a.shape[0], strides)
+        return out
+
+
+@dataclass(frozen=True)
+class CudaPresplitLaunch(CudaBatchedLaunch):
+    """Two kernels per GEMM: `split_entry` first writes B, split, into a workspace of `<split_entry>_ws_tile`
+    halves per (k-tile of `split_tile[0]`, column block of `split_tile[1]`), then the GEMM entry reads it (its
+    `ws` argument).  The workspace is allocated per call, and both launches are inside what is timed."""
+    split_entry: str = ""
+    split_tile: tuple[int, int] = (32, 128)
+
+    def params(self, entry: str = "") -> tuple:
+        return SPLIT_PARAMS if entry == self.split_entry else super().params(entry) + params("ws:ptr")
+
+    def expected_facts(self, entry: str) -> dict[str, int]:
+        if entry == self.split_entry:      # one block of split_tile[1] threads per k-tile and column block
+            return {f"{entry}_bm": self.split_tile[0], f"{entry}_bn": self.split_tile[1],
+                    f"{entry}_threads": self.split_tile[1]}
+        return super().expected_facts(entry)
+
+    def entries(self) -> tuple[str, ...]:
+        return (*super().entries(), self.split_entry)
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        return (self.split_entry, *super().plan(p, sms))
+
+    def _launch(self, name: str, p, entry: str, depth: int, extra: dict) -> None:
+        M, N, K = p.mnk
+        kt, nb = -(-K // self.split_tile[0]), -(-N // self.split_tile[1])
+        if nb > 65535:
+            raise ValueError(f"{name}: N = {N} needs {nb} column blocks for B's split; the launch allows 65535")
+        split = self.kernel(self.split_entry, p.b.device)
+        ws_tile = split.exports[f"{self.split_entry}_ws_tile"]
+        ws = torch.empty(depth * kt * nb * ws_tile, dtype=torch.float16, device=p.b.device)
+        driver.launch(split, (kt, nb, depth), (self.split_tile[1], 1, 1), 0,
+                      dict(B=p.b, ldb=p.ldb, K=K, N=N, batch_b=extra["batch_b"], ws=ws), p.b.device)
+        super()._launch(name, p, entry, depth, {**extra, "ws": ws})
+
+
+@dataclass(frozen=True)
+class CudaTypedLaunch(CudaLaunch):
+    """A tensor-core stage: one entry per type pair and operand layout, named by filling `entry`'s fields:
+    {pair} from `pairs` (input dtype -> the .cu file's tag, e.g. "fp16" -> "f16f32"), {ab} from the call's
+    layouts ("rr", "rc", "cr", "cc"; see Problem.layouts).  With `vec`, a call whose operands are not all
+    16-byte aligned gets the same name + "_unaligned" (scalar copies, never a misaligned cp.async)."""
+    pairs: tuple[tuple[str, str], ...] = ()
+    layouts: tuple[str, ...] = ("rr",)
+    vec: bool = False
+    scalar: str = "double"
+
+    def entries(self) -> tuple[str, ...]:
+        names = [self.entry.format(pair=tag, ab=ab) for _, tag in self.pairs for ab in self.layouts]
+        return tuple(names + [n + "_unaligned" for n in names] if self.vec else names)
+
+    def entry_for(self, p) -> str:
+        name = self.entry.format(pair=dict(self.pairs)[dtype_name(p.a.dtype)], ab=p.layouts)
+        if _all_aligned16(p):
+            return name
+        self._refuse_unaligned()
+        return name + "_unaligned" if self.vec else name
+
+
+@dataclass(frozen=True)
+class CudaTmaLaunch(CudaTypedLaunch):
+    """A persistent kernel fed by the copy engine: A and B reach it as tensor maps (boxes of `a_box` and `b_box`
+    elements, rows x cols, 128-byte swizzle) and one block per SM walks D's tiles, in clusters of `cluster`
+    blocks along M (the kernel's __cluster_dims__).  A tensor map needs 16-byte aligned starts and pitches, so
+    any call with an operand that is not goes to `unaligned`, a block-per-tile launch of the same stage."""
+    a_box: tuple[int, int] = (128, 64)
+    b_box: tuple[int, int] = (64, 64)
+    cluster: int = 1
+    unaligned: CudaTypedLaunch | None = None
+
+    def params(self, entry: str = "") -> tuple:
+        return TMA_PARAMS
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        return self.unaligned.plan(p, sms) if not _all_aligned16(p) else (self.entry_for(p),)
+
+    def bind(self, name: str, p) -> Bound:
+        if not _all_aligned16(p):
+            return self.unaligned.bind(name, p)
+        entry = self.entry_for(p)
+
+        def run():
+            k = self.kernel(entry, p.a.device)
+            self.launch_kernel(k, p.a, p.b, p.c if p.c is not None else p.out, p.alpha, p.beta, p.out)
+        return Bound(run, lambda: self.resources(entry))
+
+    def many_tiles(self, sms: int) -> tuple[int, int]:
+        """An M x N, ragged in both, of at least 2.5 tiles per SM: every block of the grid walks several tiles,
+        and its ring runs on from one into the next (what the tests and the sanitizer must reach).  23 tile-rows:
+        with clusters of 2 along M, the last pair's second tile lies wholly past M."""
+        return 23 * self.tile[0] - 37, -(-5 * sms // 46) * self.tile[1] - 61
+
+    def launch_kernel(self, k, a, b, c, alpha: float, beta: float, out) -> None:
+        """One launch of the loaded kernel `k` (this record's, or a tuning variant's) on checked operands; C is
+        never read when beta == 0."""
+        (M, K), N = a.shape, b.shape[1]
+        tiles = -(-M // (self.tile[0] * self.cluster)) * -(-N // self.tile[1]) * self.cluster
+        blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, self.cluster, a.device))
+        driver.launch(k, (blocks, 1, 1), self.block, k.smem, dict(
+            map_a=driver.tensor_map_2d(a, self.a_box), map_b=driver.tensor_map_2d(b, self.b_box), M=M, N=N, K=K,
+            alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0)), a.device)
+
+
+@dataclass(frozen=True)
+class CudaDispatch:
+    """Tile shapes of one kernel, largest first: a call takes the largest whose grid still gives every SM a
+    block (big tiles reuse more, but a 1024^2 output in 128x128 tiles would leave half an H100 idle)."""
+    choices: tuple[CudaLaunch, ...]
+
+    def pick(self, M: int, N: int, sms: int) -> CudaLaunch:
+        for c in self.choices:
+            if -(-M // c.tile[0]) * -(-N // c.tile[1]) >= sms:
+                return c
+        return self.choices[-1]
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        return self.pick(*p.mnk[:2], sms).plan(p, sms)
+
+    def shapes(self, sms: int) -> list[tuple[int, int]]:
+        """One M x N per choice that picks it on a GPU of `sms` SMs, ragged in both (the GPU suite and the
+        sanitizer run every choice, not only the one the usual test sizes give)."""
+        out = []
+        root = max(1, round(sms ** 0.5))
+        for c in self.choices:
+            bm, bn = c.tile
+            for rows in sorted(range(1, 4 * root), key=lambda r: abs(r - root)):
+                cols = -(-sms // rows)              # rows x cols tiles of this choice: at least one per SM
+                M, N = max(1, rows * bm - 37), max(1, cols * bn - 61)
+                if self.pick(M, N, sms) is c:
+                    break
+            else:
+                raise ValueError(f"no ragged shape picks the {c.tile} tile on {sms} SMs")
+            out.append((M, N))
+        return out
+
+    def bind(self, name: str, p) -> Bound:
+        M, N, _ = p.mnk
+        return self.pick(M, N, driver.sm_count(p.a.device)).bind(name, p)
+
+
+@dataclass(frozen=True)
+class TritonLaunch:
+    """A function `fn(problem)` in a triton_kernels module; imported on first use (so TRITON_INTERPRET,
+    which Triton reads when the module's kernels are decorated, is honoured)."""
+    module: str                      # file stem in triton_kernels/, e.g. "01_naive"
+    fn: str = "gemm"
+
+    def bind(self, name: str, p) -> Bound:
+        fn = getattr(importlib.import_module(f"triton_kernels.{self.module}"), self.fn)
+        compiled = []                # the kernel the last run launched (its registers, shared memory, spills)
+
+        def run():
+            compiled[:] = [fn(p)]
+
+        def resources():
+            k = compiled[0] if compiled else None
+            if k is None or not hasattr(k, "metadata"):
+                return None
+            return {"registers": getattr(k, "n_regs", None), "smem_bytes": getattr(k.metadata, "shared", None),
+                    "spills": getattr(k, "n_spills", None)}
+        return Bound(run, resources)
+
+
+@dataclass(frozen=True)
+class TorchLaunch:
+    """A function in study.launch.cublas (or study.launch.cublas_tc, for the int8 and fp64 baselines)."""
+    fn: str
+    # Not in the repr, which the evidence hash covers: the module's file is among the Impl's sources anyway.
+    module: str = field(default="cublas", repr=False)
+
+    def bind(self, name: str, p) -> Bound:
+        fn = getattr(importlib.import_module(f"study.launch.{self.module}"), self.fn)
+        return Bound(lambda: fn(p))

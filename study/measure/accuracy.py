@@ -1,0 +1,371 @@
+"""The accuracy study of the stages that trade fp32 accuracy for tensor-core speed (`Stage.accuracy_study`): how
+far each fp32-input method is from a float64 reference as K grows, for three input distributions, and seed
+002's Figure 8 (batched SGEMM: TFLOP/s and max relative error) on this GPU.
+
+    python -m study.accuracy             # reports/accuracy.csv, reports/fig8.csv (sized for < 3 min on an H100)
+    python -m study.accuracy --quick     # K in 256, 4096; Figure 8 at k = 1024, 4096
+    python -m study.accuracy --no-fig8 --ks 1024 --distributions wide
+
+Error versus K (accuracy.csv): M = N = --size, one row per (distribution, K, method).  The methods are every
+registered implementation that takes fp32 inputs and is either of a studied stage or a baseline, plus "cublas:fp16":
+torch.mm of the inputs rounded to fp16, fp32 accumulation and fp32 output (one fp16 tensor-core GEMM with
+no correction; on `wide` inputs the fp16 cast overflows to inf, which is the point).
+
+Figure 8 (fig8.csv): 256 independent products of 1024 x k by k x 1024, uniform [0, 1) inputs, each
+implementation of a studied stage on --fig8-backends through `Impl.batched` against cuBLAS batched SGEMM
+(torch.bmm, TF32 off).
+
+This module imports torch only inside functions, so the report can read its column lists on a machine without
+torch.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from study.core.paths import ROOT
+
+DISTRIBUTIONS = ("randn", "uniform", "wide")
+# `wide`: |x| = 2^e with e uniform in [-24, 24), random signs.  fp16 holds magnitudes up to 65504 (2^16) and
+# normals down to 2^-14, so a sixth of these overflow an fp16 split to inf and a fifth fall into its
+# subnormals; tf32 keeps fp32's 8-bit exponent, so a tf32 split sees none of that.
+WIDE_EXPONENT = 24
+KS = (256, 1024, 4096, 16384)
+QUICK_KS = (256, 4096)
+# Seed 002's text does not list Figure 8's k values (the figure is a plot).  k = 8192 already takes 17 GB of
+# operands (256 x 1024 x 8192 x 4 B each for A and B); 16384 (34 GB, and twice the time) is left out.
+FIG8_KS = (1024, 2048, 4096, 8192)
+QUICK_FIG8_KS = (1024, 4096)
+FIG8_BATCH, FIG8_MN = 256, 1024
+FP16_METHOD = "cublas:fp16"
+BMM_METHOD = "cublas:bmm"
+
+ACCURACY_COLUMNS = (
+    "distribution",   # randn | uniform | wide (see sample())
+    "M", "N", "K",
+    "method",         # registry name, or cublas:fp16 (defined in this module)
+    "backend", "stage", "precision",
+    "relerr",         # ||D - R||_F / ||R||_F against the float64 product R of the same fp32 inputs
+    "max_relerr",     # max over elements with R != 0 of |D - R| / |R| (see ErrorTally)
+    "nonfinite",      # NaN/inf elements of D; when > 0 both errors are inf
+    "seed",           # of the inputs, shared by every method of this (distribution, K)
+    "error",          # exception text when the method raised; the row is still written
+    "gpu", "commit", "date",
+)
+FIG8_COLUMNS = (
+    "method", "backend", "stage", "precision",
+    "batch", "M", "N", "K",
+    "launch",         # batched (one launch, launcher has .batched) | loop (one checked call per matrix) | torch.bmm
+    "ms", "ms_p20", "ms_p80", "reps",
+    "tflops",         # batch * 2*M*N*K / ms, CUDA events, median
+    "sgemm_tflops",   # cuBLAS batched SGEMM at the same k, timed just before
+    "x_sgemm",        # tflops / sgemm_tflops
+    "max_relerr", "relerr", "nonfinite",   # over all `batch` products, against float64
+    "sm_clock_mhz", "seed", "error",
+    "gpu", "commit", "date",
+)
+
+# Seed 002 names its accuracy metric only as "a max relative error" (Section 4.4.2, Figure 8) and gives no
+# formula.  We read it elementwise: max_ij |D_ij - R_ij| / |R_ij|.  On inputs with mixed signs an element of R
+# near zero (cancellation) dominates it, which is why Figure 8 is run on uniform [0, 1) inputs here (the seed
+# does not say which inputs it used).
+MAX_RELERR_DEFINITION = ("max over elements with R != 0 of |D - R| / |R|, R the float64 product; seed 002 "
+                         "(Section 4.4.2) names \"a max relative error\" without a formula")
+
+
+# --- inputs and metrics ------------------------------------------------------------------------------
+
+def sample(dist: str, shape: tuple[int, ...], generator, device="cpu"):
+    """fp32 values of one distribution: randn; uniform [0, 1); wide (|x| = 2^e, e ~ U[-24, 24), random sign)."""
+    import torch
+    kw = {"generator": generator, "device": device, "dtype": torch.float32}
+    if dist == "randn":
+        return torch.randn(shape, **kw)
+    if dist == "uniform":
+        return torch.rand(shape, **kw)
+    if dist == "wide":
+        e = torch.rand(shape, **kw) * (2 * WIDE_EXPONENT) - WIDE_EXPONENT
+        sign = torch.randint(0, 2, shape, generator=generator, device=device).to(torch.float32) * 2 - 1
+        return torch.exp2(e) * sign
+    raise ValueError(f"unknown distribution {dist!r}; known: {', '.join(DISTRIBUTIONS)}")
+
+
+class ErrorTally:
+    """Relative Frobenius error, max elementwise relative error and NaN/inf count of D against R, gathered
+    chunk by chunk (so Figure 8's float64 temporaries stay a few hundred MB).  Any NaN/inf makes both errors inf:
+    a method that overflowed has no meaningful error, and the count says how badly it broke."""
+
+    def __init__(self):
+        self.diff2 = self.ref2 = 0.0
+        self.max_rel = 0.0
+        self.nonfinite = 0
+        self.nonzero = 0
+
+    def add(self, d, ref) -> None:
+        d = d.double()
+        bad = ~d.isfinite()
+        self.nonfinite += int(bad.sum())
+        diff = (d - ref).masked_fill(bad, 0.0)
+        self.diff2 += float((diff * diff).sum())
+        self.ref2 += float((ref * ref).sum())
+        nz = ref != 0
+        self.nonzero += int(nz.sum())
+        if nz.any():
+            self.max_rel = max(self.max_rel, float((diff.abs()[nz] / ref.abs()[nz]).max()))
+
+    def result(self) -> dict:
+        if self.nonfinite:
+            return {"relerr": math.inf, "max_relerr": math.inf, "nonfinite": self.nonfinite}
+        relerr = math.sqrt(self.diff2 / self.ref2) if self.ref2 > 0 else math.sqrt(self.diff2)
+        return {"relerr": relerr, "max_relerr": self.max_rel if self.nonzero else math.nan, "nonfinite": 0}
+
+
+def errors(d, ref) -> dict:
+    t = ErrorTally()
+    t.add(d, ref)
+    return t.result()
+
+
+# --- methods -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    backend: str
+    stage: str
+    precision: str
+    run: Callable          # (a, b) -> D, fp32
+
+
+def _fp16_inputs(a, b):
+    """One fp16 GEMM of the rounded inputs on the tensor cores, fp32 accumulation and fp32 output (torch's
+    out_dtype), reduced-precision reductions off, as study.launch.cublas does for its rows."""
+    import torch
+    from study.launch.cublas import precision_flags
+    with precision_flags(tf32=False):
+        return torch.mm(a.half(), b.half(), out_dtype=torch.float32)
+
+
+def _studied(impl) -> bool:
+    return impl.stage is not None and impl.stage.accuracy_study
+
+
+def accuracy_methods(impls) -> list[Method]:
+    """The studied stages and the baselines, whatever their backend, that take fp32 inputs; then cuBLAS on fp16
+    inputs."""
+    chosen = [i for i in impls if "fp32" in i.dtypes and (_studied(i) or i.stage is None)]
+    return [Method(i.name, i.backend, i.stage_label, i.precision("fp32"), i) for i in chosen] + \
+        [Method(FP16_METHOD, "cublas", "baseline", "fp16/fp32acc", _fp16_inputs)]
+
+
+def fig8_impls(impls, backends: set[str]) -> list:
+    return [i for i in impls if _studied(i) and i.backend in backends and "fp32" in i.dtypes]
+
+
+def _bmm_sgemm(a, b):
+    import torch
+    from study.launch.cublas import precision_flags
+    with precision_flags(tf32=False):
+        return torch.bmm(a, b)
+
+
+# --- the two studies ---------------------------------------------------------------------------------
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _error_text(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
+
+
+def _settle(device, e: Exception | None = None) -> None:
+    """Surface asynchronous launch errors inside the row that caused them (a sticky one ends the run)."""
+    import torch
+    if device.type == "cuda":
+        if e is not None and not isinstance(e, (ValueError, TypeError)):
+            torch.cuda.empty_cache()
+        torch.cuda.synchronize(device)
+
+
+def accuracy_rows(methods: list[Method], dists, ks, size: int, device, context: dict, seed: int | None = None):
+    """Yield one row per (distribution, K, method).  Inputs are fresh per (distribution, K) and shared by
+    every method; a method that raises gives a row with its error, and the others go on."""
+    import torch
+    for dist in dists:
+        for K in ks:
+            s = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+            g = torch.Generator(device=device).manual_seed(s)
+            a, b = sample(dist, (size, K), g, device), sample(dist, (K, size), g, device)
+            ref = a.double() @ b.double()
+            for m in methods:
+                row = dict.fromkeys(ACCURACY_COLUMNS, "")
+                row.update(context, distribution=dist, M=size, N=size, K=K, method=m.name, backend=m.backend,
+                           stage=m.stage, precision=m.precision, seed=s, date=_now())
+                try:
+                    d = m.run(a, b)
+                    _settle(device)
+                    row.update(errors(d, ref))
+                except Exception as e:   # a method that cannot run is a result too
+                    row["error"] = _error_text(e)
+                    _settle(device, e)
+                yield row
+            del a, b, ref
+
+
+def _reference(a, b, chunk: int):
+    """float64 products of a batch, computed a chunk of matrices at a time to bound the float64 copies."""
+    import torch
+    ref = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=torch.float64, device=a.device)
+    for i in range(0, a.shape[0], chunk):
+        ref[i:i + chunk] = a[i:i + chunk].double() @ b[i:i + chunk].double()
+    return ref
+
+
+def fig8_rows(impls, ks, device, context: dict, budget_ms: float, batch: int = FIG8_BATCH, mn: int = FIG8_MN,
+              chunk: int = 16, seed: int | None = None):
+    """Yield Figure 8 rows: per k, cuBLAS batched SGEMM first, then every implementation through
+    `impl.batched`, each checked over the whole batch and timed (CUDA events, L2 flushed, median)."""
+    import torch
+    from study.measure.timing import ClockSampler, L2Flusher, bench
+    flush, clock = L2Flusher(device), ClockSampler(device)
+    methods = [(BMM_METHOD, "cublas", "baseline", "fp32", "torch.bmm", _bmm_sgemm)]
+    methods += [(i.name, i.backend, i.stage_label, i.precision("fp32"),
+                 "batched" if hasattr(i.launch, "batched") else "loop", i.batched) for i in impls]
+    for k in ks:
+        s = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+        g = torch.Generator(device=device).manual_seed(s)
+        a = sample("uniform", (batch, mn, k), g, device)
+        b = sample("uniform", (batch, k, mn), g, device)
+        ref = _reference(a, b, chunk)
+        flop = 2.0 * batch * mn * mn * k
+        sgemm = None
+        for name, backend, stage, precision, launch, fn in methods:
+            row = dict.fromkeys(FIG8_COLUMNS, "")
+            row.update(context, method=name, backend=backend, stage=stage, precision=precision, batch=batch,
+                       M=mn, N=mn, K=k, launch=launch, seed=s, date=_now())
+            try:
+                d = fn(a, b)
+                _settle(device)
+                tally = ErrorTally()
+                for i in range(0, batch, chunk):
+                    tally.add(d[i:i + chunk], ref[i:i + chunk])
+                row.update(tally.result())
+                del d
+                t = bench(lambda: fn(a, b), flush, clock, budget_ms, min_reps=3, max_reps=20)
+                tflops = flop / (t.ms * 1e9)
+                row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, reps=t.reps, sm_clock_mhz=t.sm_clock_mhz,
+                           tflops=tflops)
+                if name == BMM_METHOD:
+                    sgemm = tflops
+                if sgemm:
+                    row.update(sgemm_tflops=sgemm, x_sgemm=tflops / sgemm)
+            except Exception as e:
+                row["error"] = _error_text(e)
+                _settle(device, e)
+            yield row
+        del a, b, ref
+        torch.cuda.empty_cache()   # the next k needs up to 17 GB of fresh operands
+
+
+# --- command line ------------------------------------------------------------------------------------
+
+class CsvOut:
+    """A CSV written and flushed row by row, so an interrupted run keeps what it measured."""
+
+    def __init__(self, path: Path, columns):
+        self.f = path.open("w", newline="")
+        self.w = csv.DictWriter(self.f, columns)
+        self.w.writeheader()
+
+    def write(self, row: dict) -> None:
+        self.w.writerow(row)
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def _ints(spec: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in spec.split(",") if v.strip())
+    except ValueError:
+        raise SystemExit(f"expected a comma list of integers, got {spec!r}") from None
+
+
+def _fmt(v, spec: str = ".2e") -> str:
+    return format(v, spec) if isinstance(v, float) else str(v)
+
+
+def main(argv: list[str] | None = None, render=None) -> int:
+    """The accuracy study; `render(out_dir)`, if given, renders the report afterwards (unless --no-report)."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer K and Figure 8 k values, shorter timing budget")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports")
+    ap.add_argument("--size", type=int, default=1024, help="M = N of the error-vs-K study (default 1024)")
+    ap.add_argument("--ks", default=None, help=f"K values (default {','.join(map(str, KS))})")
+    ap.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
+    ap.add_argument("--fig8-ks", default=None, help=f"Figure 8 k values (default {','.join(map(str, FIG8_KS))})")
+    ap.add_argument("--fig8-backends", default="cuda", help="backends timed in Figure 8 (default cuda)")
+    ap.add_argument("--budget-ms", type=float, default=None, help="timing budget per Figure 8 row (default 300)")
+    ap.add_argument("--no-fig8", action="store_true")
+    ap.add_argument("--no-report", action="store_true")
+    args = ap.parse_args(argv)
+    dists = tuple(d.strip() for d in args.distributions.split(",") if d.strip())
+    if unknown := set(dists) - set(DISTRIBUTIONS):
+        raise SystemExit(f"--distributions: unknown {sorted(unknown)}; known: {', '.join(DISTRIBUTIONS)}")
+
+    import torch
+    if not torch.cuda.is_available():
+        print("study.accuracy: no CUDA GPU is visible here, so nothing can be measured.\n"
+              "The committed results still render: python -m study.report", file=sys.stderr)
+        return 2
+
+    from study.measure import environment
+
+    from study import registry
+    device = torch.device("cuda", torch.cuda.current_device())
+    env = environment.collect(device)
+    context = {"gpu": env["gpu"], "commit": env["commit"]}
+    ks = _ints(args.ks) if args.ks else (QUICK_KS if args.quick else KS)
+    fig8_ks = _ints(args.fig8_ks) if args.fig8_ks else (QUICK_FIG8_KS if args.quick else FIG8_KS)
+    args.out.mkdir(parents=True, exist_ok=True)
+    impls = registry.implementations()
+    raised = []
+
+    t0 = time.time()
+    out = CsvOut(args.out / "accuracy.csv", ACCURACY_COLUMNS)
+    for row in accuracy_rows(accuracy_methods(impls), dists, ks, args.size, device, context):
+        out.write(row)
+        raised += [row] if row["error"] else []
+        print(f"  {row['distribution']:8s} K={row['K']:<6} {row['method']:24s} relerr {_fmt(row['relerr']):9s} "
+              f"max {_fmt(row['max_relerr']):9s} {row['error'][:80]}", flush=True)
+    out.close()
+    print(f"study.accuracy: error vs K in {time.time() - t0:.0f} s -> {args.out / 'accuracy.csv'}")
+
+    if not args.no_fig8:
+        t0 = time.time()
+        backends = {b.strip() for b in args.fig8_backends.split(",")}
+        out = CsvOut(args.out / "fig8.csv", FIG8_COLUMNS)
+        budget = args.budget_ms or (100.0 if args.quick else 300.0)
+        for row in fig8_rows(fig8_impls(impls, backends), fig8_ks, device, context, budget):
+            out.write(row)
+            raised += [row] if row["error"] else []
+            print(f"  fig8 k={row['K']:<5} {row['method']:24s} {row['launch']:9s} {_fmt(row['tflops'], '.1f'):>7s} TFLOP/s "
+                  f"max relerr {_fmt(row['max_relerr'])} {row['error'][:80]}", flush=True)
+        out.close()
+        print(f"study.accuracy: Figure 8 in {time.time() - t0:.0f} s -> {args.out / 'fig8.csv'}")
+
+    for r in raised:
+        print(f"  RAISED {r['method']} K={r['K']}: {r['error']}")
+    if render is not None and not args.no_report:
+        print(f"report: {render(args.out)}")
+    return 1 if raised else 0

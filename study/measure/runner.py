@@ -1,0 +1,67 @@
+"""Measure one (implementation, dtype, shape): fresh inputs, poisoned output, verify, then time.
+
+Knows nothing about any single kernel: everything it needs comes from the `Impl` it is handed.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import traceback
+
+import torch
+
+from study.core.contract import DTYPES
+from study.core.schema import RESULT_COLUMNS
+from study.measure.timing import ClockSampler, L2Flusher, bench
+from study.core.verify import make_inputs, run_and_judge
+
+
+def flops(M: int, N: int, K: int) -> float:
+    return 2.0 * M * N * K
+
+
+def compulsory_bytes(M: int, N: int, K: int, dtype: str, out_dtype: str, beta: float) -> int:
+    """Each operand read once and D written once: the least traffic any implementation can get away with."""
+    s_in, s_out = DTYPES[dtype].itemsize, DTYPES[out_dtype].itemsize
+    return s_in * (M * K + K * N) + s_out * M * N + (s_in * M * N if beta != 0 else 0)
+
+
+class Runner:
+    def __init__(self, device: torch.device, budget_ms: float = 300.0, min_reps: int = 3, context: dict | None = None):
+        self.device = device
+        self.flush = L2Flusher(device)
+        self.clock = ClockSampler(device)
+        self.budget_ms, self.min_reps = budget_ms, min_reps
+        self.context = context or {}          # gpu, commit: the same on every row
+
+    def measure(self, impl, dtype: str, M: int, N: int, K: int, alpha: float = 1.0, beta: float = 0.0,
+                shape_set: str = "custom", baseline: dict | None = None) -> dict:
+        out_dtype = impl.out_dtypes.get(dtype, dtype)
+        precision = impl.precision(dtype)
+        row = dict.fromkeys(RESULT_COLUMNS, "")
+        row.update(self.context, timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                   impl=impl.name, stage=impl.stage_label, stage_title=impl.title, backend=impl.backend,
+                   dtype=dtype, precision=precision, M=M, N=N, K=K, shape_set=shape_set, alpha=alpha, beta=beta,
+                   intensity=flops(M, N, K) / compulsory_bytes(M, N, K, dtype, out_dtype, beta), passed=False)
+        try:
+            x = make_inputs(M, N, K, dtype, self.device, alpha, beta, out_dtype)
+            verdict = run_and_judge(impl, dtype, x)
+            row.update(relerr=verdict.relerr, tol=verdict.tol, passed=verdict.passed, error=verdict.error)
+            launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out)       # checked once, outside the timing
+            if verdict.passed:
+                t = bench(launch, self.flush, self.clock, self.budget_ms, self.min_reps)
+                row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, reps=t.reps, sm_clock_mhz=t.sm_clock_mhz,
+                           tflops=flops(M, N, K) / (t.ms * 1e9),
+                           gbps=compulsory_bytes(M, N, K, dtype, out_dtype, beta) / (t.ms * 1e6))
+            row.update(launch.resources() or {})
+        except Exception as e:  # a failed row is a result too; the sweep goes on
+            row["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
+            if not isinstance(e, (ValueError, TypeError)):
+                traceback.print_exc()
+                torch.cuda.synchronize(self.device)  # a sticky device error raises here and ends the sweep
+        if impl.backend == "cublas" and row["tflops"] != "":
+            row.update(baseline_impl=impl.name, pct_cublas=100.0)
+        elif baseline is not None:
+            row["baseline_impl"] = baseline["impl"]
+            if row["tflops"] != "" and baseline.get("tflops") not in ("", None):
+                row["pct_cublas"] = 100.0 * row["tflops"] / baseline["tflops"]
+        return row

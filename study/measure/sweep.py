@@ -1,0 +1,209 @@
+"""Run the study on the local GPU and write reports/: results.csv, environment.json, ceilings.json, plots,
+index.html.
+
+    python -m study.sweep --quick                 # ~5 minutes: square 256..8192, every dtype
+    python -m study.sweep                         # the full ladder 128..8192 plus LLM-like shapes
+    python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
+    python -m study.sweep --resume                # skip rows already in results.csv
+
+Rows are appended to results.csv as they are measured, so an interrupted sweep loses nothing.  For every
+(shape, dtype) the cuBLAS row of matching precision is timed first, adjacent to the rows it normalises.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+from study import registry
+from study.core.schema import RESULT_COLUMNS
+
+SQUARE = [128, 256, 512, 1024, 2048, 4096, 8192]
+QUICK_SQUARE = [256, 1024, 4096, 8192]
+# LLM-like: an MLP up-projection (4096 tokens, d=4096 -> 14336), its down-projection, and two skinny ones
+# (a decode step of 16 tokens; a long-K reduction onto few columns).
+LLM = [(4096, 14336, 4096), (4096, 4096, 14336), (16, 4096, 4096), (8192, 64, 8192)]
+DEFAULT_OUT = registry.ROOT / "reports"
+
+
+def parse_shapes(spec: str, quick: bool) -> list[tuple[int, int, int, str]]:
+    shapes = []
+    for part in spec.split(","):
+        part = part.strip()
+        if part == "square":
+            shapes += [(n, n, n, "square") for n in (QUICK_SQUARE if quick else SQUARE)]
+        elif part == "llm":
+            shapes += [(*s, "llm") for s in LLM]
+        elif part == "all":
+            shapes += parse_shapes("square,llm", quick)
+        else:
+            try:
+                m, n, k = (int(v) for v in part.lower().split("x"))
+            except ValueError:
+                raise SystemExit(f"--shapes: {part!r} is not a preset (square, llm, all) or MxNxK") from None
+            shapes.append((m, n, k, "square" if m == n == k else "custom"))
+    return shapes
+
+
+def select(stages: str, backends: str) -> list[registry.Impl]:
+    want_stages = None if stages == "all" else {s.strip() for s in stages.split(",")}
+    want_backends = {b.strip() for b in backends.split(",")}
+    chosen = [i for i in registry.implementations()
+              if i.backend in want_backends and (want_stages is None or i.stage_label in want_stages)]
+    if not chosen:
+        raise SystemExit(f"no implementation matches --stages {stages} --backends {backends}")
+    return chosen
+
+
+def _key(row) -> tuple:
+    return (row["impl"], row["dtype"], int(row["M"]), int(row["N"]), int(row["K"]),
+            float(row["alpha"]), float(row["beta"]))
+
+
+class ResultsFile:
+    """results.csv, appended and flushed row by row; with resume, the rows already there are kept."""
+
+    def __init__(self, path: Path, resume: bool):
+        self.path = path
+        self.done: dict[tuple, dict] = {}
+        if resume and path.exists():
+            with path.open() as f:
+                for row in csv.DictReader(f):
+                    self.done[_key(row)] = row
+        fresh = not (resume and path.exists())
+        self.f = path.open("w" if fresh else "a", newline="")
+        self.w = csv.DictWriter(self.f, RESULT_COLUMNS)
+        if fresh:
+            self.w.writeheader()
+
+    def write(self, row: dict):
+        self.w.writerow(row)
+        self.f.flush()
+        self.done[_key(row)] = row
+
+
+def plan(impls, shapes, dtypes):
+    """(shape, dtype) groups, each led by the cuBLAS rows its members are compared with."""
+    for (M, N, K, shape_set) in shapes:
+        for dtype in dtypes:
+            members = [i for i in impls if dtype in i.dtypes]
+            if not members:
+                continue
+            baselines = {registry.baseline_for(dtype, i.precision(dtype)) for i in members} - {None}
+            ordered = sorted(baselines, key=lambda i: i.name) + [i for i in members if i not in baselines]
+            yield (M, N, K, shape_set, dtype, ordered)
+
+
+def main(argv: list[str] | None = None, render=None) -> int:
+    """The sweep; `render(out_dir)`, if given, renders the report afterwards (unless --no-report)."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stages", default="all", help="comma list of stage numbers and/or 'baseline' (default all)")
+    ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})))
+    ap.add_argument("--dtypes", default=None, help="comma list (default: every dtype an implementation declares)")
+    ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...]")
+    ap.add_argument("--quick", action="store_true", help="fewer shapes, shorter timing budget")
+    ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--alpha", type=float, default=1.0)
+    ap.add_argument("--beta", type=float, default=0.0)
+    ap.add_argument("--budget-ms", type=float, default=None, help="timing budget per row (default 300, quick 150)")
+    ap.add_argument("--no-ceilings", action="store_true")
+    ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of timing: Nsight Compute counters of every implementation and dtype at 4096^3 "
+                         "and one ragged shape, into profile.csv (python -m study.profile; needs ncu, as root)")
+    args = ap.parse_args(argv)
+    if args.profile:
+        from study.measure import ncu
+        return ncu.main(["--out", str(args.out)])
+
+    import torch
+    if not torch.cuda.is_available():
+        print("study.sweep: no CUDA GPU is visible here, so nothing can be measured.\n"
+              "The committed results still render: python -m study.report", file=sys.stderr)
+        return 2
+
+    from tqdm import tqdm
+
+    from study.measure import ceilings
+
+    from study.measure import environment
+    from study.measure.runner import Runner
+
+    from study.measure.frame import dtype_order
+    every = dtype_order({d for i in registry.implementations() for d in i.dtypes})
+    dtypes = args.dtypes.split(",") if args.dtypes else every
+    shapes = parse_shapes("square" if args.quick and args.shapes == "all" else args.shapes, args.quick)
+    impls = select(args.stages, args.backends)
+    args.out.mkdir(parents=True, exist_ok=True)
+    device = torch.device("cuda", torch.cuda.current_device())
+
+    env = environment.collect(device)
+    env["sweep_args"] = " ".join(argv if argv is not None else sys.argv[1:])
+    (args.out / "environment.json").write_text(json.dumps(env, indent=2))
+    runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
+                    context={"gpu": env["gpu"], "commit": env["commit"]})
+    if not args.no_ceilings and not (args.resume and (args.out / "ceilings.json").exists()):
+        print("measuring ceilings ...", flush=True)
+        ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
+
+    from study.measure.evidence import Keys
+    keys = Keys(impls)                 # what each row measured: a later change to the code makes the row stale
+    results = ResultsFile(args.out / "results.csv", args.resume)
+    groups = list(plan(impls, shapes, dtypes))
+    t0, measured = time.time(), []
+    with tqdm(total=sum(len(g[-1]) for g in groups), unit="row", dynamic_ncols=True) as bar:
+        for (M, N, K, shape_set, dtype, ordered) in groups:
+            base_rows: dict[str, dict] = {}
+            for impl in ordered:
+                bar.set_description(f"{impl.name} {dtype} {M}x{N}x{K}")
+                key = (impl.name, dtype, M, N, K, args.alpha, args.beta)
+                base_impl = None if impl.backend == "cublas" else registry.baseline_for(dtype, impl.precision(dtype))
+                base = base_rows.get(base_impl.name) if base_impl else None
+                if key in results.done:
+                    row = results.done[key]
+                else:
+                    row = runner.measure(impl, dtype, M, N, K, args.alpha, args.beta, shape_set, base)
+                    row["impl_key"] = keys.code_key(impl.name)
+                    results.write(row)
+                    measured.append(row)
+                if impl.backend == "cublas":
+                    base_rows[impl.name] = {"impl": row["impl"], "tflops": _num(row["tflops"])}
+                bar.update()
+
+    failed = [r for r in measured if str(r["passed"]) != "True"]
+    print(f"study.sweep: {len(measured)} rows measured in {time.time() - t0:.0f} s on {env['gpu']}, "
+          f"{len(measured) - len(failed)} passed, {len(failed)} failed -> {args.out / 'results.csv'}")
+    for r in failed:
+        print(f"  FAILED {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']}: {r['error']}")
+    _print_table(measured)
+    if render is not None and not args.no_report:
+        print(f"report: {render(args.out)}")
+    return 1 if failed else 0
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _print_table(rows):
+    """The largest square shape per dtype, one line per implementation: what a reader wants first."""
+    by_dtype: dict[str, list] = {}
+    for r in rows:
+        if r["shape_set"] == "square":
+            by_dtype.setdefault(r["dtype"], []).append(r)
+    for dtype, rs in by_dtype.items():
+        n = max(int(r["M"]) for r in rs)
+        print(f"\n{dtype} {n}x{n}x{n}:  impl / precision / TFLOP/s / % cuBLAS / relerr / SM MHz")
+        for r in rs:
+            if int(r["M"]) == n:
+                tf, pct = _num(r["tflops"]), _num(r["pct_cublas"])
+                print(f"  {r['impl']:22s} {r['precision']:13s} {tf if tf is not None else float('nan'):8.2f} "
+                      f"{pct if pct is not None else float('nan'):7.1f}%  {_num(r['relerr']) or 0:.2e}  "
+                      f"{_num(r['sm_clock_mhz']) or 0:.0f}")

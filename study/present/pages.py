@@ -1,0 +1,9 @@
+"""The stages with a section of their own in the report, one module each.
+
+A stage page module gives `section(df, ceilings, report_dir)`: its data for the page, or None when it has nothing
+to show; the TEMPLATE (in templates/) that renders it, with the data as `page.data`; its anchor ID and NAV link;
+and the data FILES it links to.  The report iterates STAGE_PAGES, so it never names a stage itself.
+"""
+from study.present import tcec
+
+STAGE_PAGES = (tcec,)

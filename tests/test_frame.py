@@ -1,0 +1,68 @@
+"""The results data model (study/measure/frame.py) apart from the figures, and stage-specific code kept out of
+the generic modules."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from study.core.schema import RESULT_COLUMNS
+from study.core.stages import STAGES
+from study.measure.frame import dtype_order, load_results, load_table, prepare, read_csv
+
+REPO = Path(__file__).resolve().parents[1]
+# Modules for every stage: a stage's own code lives in modules of its own (study/present/tcec.py for stage 14),
+# reached through data (study/core/stages.py) or the report's list of stage pages (study/present/pages.py).
+GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
+           "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",
+           "study/present/formatting.py")
+
+
+def test_the_sweep_and_the_frame_load_no_plotting_library():
+    probe = ("import sys, study.measure.frame, study.measure.sweep; "
+             "sys.exit(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules) or 0)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_generic_modules_name_no_stage_even_in_prose():
+    """tests/test_layers.py finds stage numbers in code; this also reads comments and docstrings, and names."""
+    numbers = "|".join(s.number for s in STAGES)
+    keys = "|".join(s.key for s in STAGES)
+    named = re.compile(rf"""["']({numbers})["']|\bstages? ({numbers})\b|\b({keys})\b|\btcec\b""", re.IGNORECASE)
+    for path in GENERIC:
+        found = named.search((REPO / path).read_text(encoding="utf-8"))
+        assert found is None, f"{path} names a stage: {found and found.group(0)}"
+
+
+def test_prepare_coerces_a_frame_read_as_strings():
+    df = prepare(pd.DataFrame({"stage": ["1", "baseline"], "M": ["64", "x"], "passed": ["True", "no"]}))
+    assert list(df["stage"]) == ["01", "baseline"] and df["passed"].tolist() == [True, False]
+    assert df["M"].iloc[0] == 64 and pd.isna(df["M"].iloc[1]) and (df["impl"] == "").all()
+
+
+def test_tables_note_their_missing_columns(tmp_path):
+    (tmp_path / "t.csv").write_text("a,K\n1,0032\n")
+    raw, notes = read_csv(tmp_path / "t.csv", ["a", "b"])
+    assert raw["K"].iloc[0] == "0032" and (raw["b"] == "").all() and notes == ["t.csv lacks columns: b"]
+    typed, _ = load_table(tmp_path / "t.csv", ["a", "K"], ["K"])
+    assert typed["K"].iloc[0] == 32
+    assert read_csv(tmp_path / "absent.csv", ["a"]) == (None, [])
+
+
+def test_results_keep_the_last_of_duplicate_rows(tmp_path):
+    row = dict.fromkeys(RESULT_COLUMNS, "")
+    row.update(impl="cuda:01_naive", stage="01", dtype="fp32", M="64", N="64", K="64", alpha="1", beta="0")
+    rows = [{**row, "tflops": "1.0"}, {**row, "tflops": "2.0"}]
+    pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(tmp_path / "results.csv", index=False)
+    df, notes = load_results(tmp_path / "results.csv")
+    assert df["tflops"].tolist() == [2.0] and df["stage"].tolist() == ["01"] and "superseded" in notes[0]
+    df, notes = load_results(tmp_path / "none.csv")
+    assert df.empty and notes == ["no none.csv in this directory"]
+
+
+def test_dtype_order_puts_fp32_first():
+    assert dtype_order({"int8", "bf16", "fp32", "fp64"}) == ["fp32", "bf16", "int8", "fp64"]
