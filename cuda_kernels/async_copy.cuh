@@ -1,4 +1,4 @@
-// cp.async and mbarrier in PTX, for the pipelined stages (07, 08).
+// cp.async and mbarrier in PTX, for the pipelined stages (07-09, 11-14).
 //
 // cp.async (sm_80+) copies global -> shared without passing through registers.  Its src-size operand
 // copies that many bytes and zero-fills the rest of the destination, which is how the pipelined stages
