@@ -28,6 +28,12 @@ __device__ __forceinline__ void cp16(float* dst, const float* src, int src_bytes
                  :: "r"(smem_u32(dst)), "l"(src), "r"(src_bytes) : "memory");
 }
 
+// 16 bytes, L2 only, to a shared address given as an integer (as the ldmatrix stages, 12 and 13, keep them).
+// No src-size: all 16 bytes must lie inside the matrix.
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Wait until at most N of this thread's committed groups are still in flight.
