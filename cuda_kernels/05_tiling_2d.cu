@@ -25,6 +25,7 @@
 //              wavefronts where 2 would do): 96 wavefronts per k-tile where 48 would do.  ncu confirms it
 //              (reports/profile.csv: 268M of 671M shared-load wavefronts are conflicts).
 #include "gemm_common.cuh"
+#include "simt_tile.cuh"
 
 namespace {
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
@@ -67,10 +68,7 @@ sgemm_tiling_2d(int M, int N, int K, float alpha,
     const float* b_src = b_col_ok ? B + (idx_t)b_k * ldb + n0 + b_col : B;
 
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    zero_tile(acc);
 
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool a_k_ok = k0 + a_k < K;
@@ -90,10 +88,7 @@ sgemm_tiling_2d(int M, int N, int K, float alpha,
             for (int i = 0; i < TM; ++i) a[i] = As[tr * TM + i][k];
 #pragma unroll
             for (int j = 0; j < TN; ++j) b[j] = Bs[k][tc * TN + j];
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            outer_product(acc, a, b);
         }
         __syncthreads();  // the next iteration overwrites tiles that other threads may still be reading
     }

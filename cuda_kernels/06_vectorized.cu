@@ -27,6 +27,7 @@
 //              multiple-of-4 column is aligned.  sgemm_vectorized_unaligned is the same template with
 //              scalar global loads and stores, correct for any alignment.
 #include "gemm_common.cuh"
+#include "simt_tile.cuh"
 
 namespace {
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
@@ -73,10 +74,7 @@ __device__ __forceinline__ void sgemm_vectorized_impl(int M, int N, int K, float
     const float* b_src = b_cols > 0 ? B + (idx_t)b_k * ldb + n0 + b_col : B;
 
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    zero_tile(acc);
 
     for (int k0 = 0; k0 < K; k0 += BK) {
         const int a_n = a_row_ok ? max(0, min(4, K - (k0 + a_k))) : 0;
@@ -90,34 +88,14 @@ __device__ __forceinline__ void sgemm_vectorized_impl(int M, int N, int K, float
         *reinterpret_cast<float4*>(&Bs[b_k * BN + b_col]) = b;
         __syncthreads();
 
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float af[TM], bf[TN];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                *reinterpret_cast<float4*>(&af[4 * h]) =
-                    *reinterpret_cast<const float4*>(&As[a_slot(k, tr * 4 + 64 * h)]);
-                *reinterpret_cast<float4*>(&bf[4 * h]) =
-                    *reinterpret_cast<const float4*>(&Bs[k * BN + tc * 4 + 64 * h]);
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
-        }
+        // Per k: A's rows tr*4 + 64h and B's columns tc*4 + 64g, one LDS.128 each, then their 64 FMAs.
+        float af[TM], bf[TN];
+        multiply_tile<BK>(acc, af, bf, [&](int k, int h) { return &As[a_slot(k, tr * 4 + 64 * h)]; },
+                          [&](int k, int g) { return &Bs[k * BN + tc * 4 + 64 * g]; });
         __syncthreads();  // the next iteration overwrites tiles that other threads may still be reading
     }
 
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const idx_t r = m0 + tr * 4 + 64 * (i / 4) + i % 4;
-        if (r >= M) continue;
-#pragma unroll
-        for (int g = 0; g < 2; ++g) {
-            const idx_t c = n0 + tc * 4 + 64 * g;
-            store_row4<VEC>(&acc[i][4 * g], alpha, beta, C, ldc, D, ldd, r, c, N);
-        }
-    }
+    store_tile<VEC, 64, 64>(acc, m0, tr * 4, n0, tc * 4, M, N, alpha, beta, C, ldc, D, ldd);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 //              The fragment reads are stage 06's: ncu counted no shared-load conflicts (NOTES.md, stage 07).
 #include "gemm_common.cuh"
 #include "async_copy.cuh"
+#include "simt_tile.cuh"
 
 namespace {
 using namespace async_copy;
@@ -115,10 +116,7 @@ __device__ __forceinline__ void sgemm_cp_async_impl(int M, int N, int K, float a
     const int k_tiles = (K + BK - 1) / BK;
 
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    zero_tile(acc);
 
     // Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits exactly one group, empty or not, so
     // that tile t is always group t and "at most STAGES-2 groups pending" always means tile kt has landed.
@@ -139,34 +137,13 @@ __device__ __forceinline__ void sgemm_cp_async_impl(int M, int N, int K, float a
 
         const float* As = smem + (kt & (STAGES - 1)) * STAGE_FLOATS;
         const float* Bs = As + A_FLOATS;
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float af[TM], bf[TN];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                *reinterpret_cast<float4*>(&af[4 * h]) =
-                    *reinterpret_cast<const float4*>(&As[a_slot(k, tr * 4 + 64 * h)]);
-                *reinterpret_cast<float4*>(&bf[4 * h]) =
-                    *reinterpret_cast<const float4*>(&Bs[k * BN + tc * 4 + 64 * h]);
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
-        }
+        float af[TM], bf[TN];
+        multiply_tile<BK>(acc, af, bf, [&](int k, int h) { return &As[a_slot(k, tr * 4 + 64 * h)]; },
+                          [&](int k, int g) { return &Bs[k * BN + tc * 4 + 64 * g]; });
     }
     wait_group<0>();   // only empty groups remain, but no copy may outlive the block's shared memory
 
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const idx_t r = m0 + tr * 4 + 64 * (i / 4) + i % 4;
-        if (r >= M) continue;
-#pragma unroll
-        for (int g = 0; g < 2; ++g) {
-            const idx_t c = n0 + tc * 4 + 64 * g;
-            store_row4<VEC>(&acc[i][4 * g], alpha, beta, C, ldc, D, ldd, r, c, N);
-        }
-    }
+    store_tile<VEC, 64, 64>(acc, m0, tr * 4, n0, tc * 4, M, N, alpha, beta, C, ldc, D, ldd);
 }
 
 }  // namespace

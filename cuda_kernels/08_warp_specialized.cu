@@ -32,6 +32,7 @@
 //              with 4-byte copies of B and a scalar epilogue.
 #include "gemm_common.cuh"
 #include "async_copy.cuh"
+#include "simt_tile.cuh"
 
 namespace {
 using namespace async_copy;
@@ -153,45 +154,22 @@ __device__ __forceinline__ void sgemm_warp_specialized_impl(int M, int N, int K,
     // Consumers: outputs as in stage 06 (rows tr*4 + 64h + i, columns tc*4 + 64g + j).
     const int tr = tid / 16, tc = tid % 16;
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    zero_tile(acc);
 
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt & (STAGES - 1);
         mbar_wait(&full[s], (kt / STAGES) & 1);   // phase kt / STAGES of full[s] is tile kt
         const float* As = smem + s * STAGE_FLOATS;
         const float* Bs = As + A_FLOATS;
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float af[TM], bf[TN];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                *reinterpret_cast<float4*>(&af[4 * h]) =
-                    *reinterpret_cast<const float4*>(&As[a_slot(k, tr * 4 + 64 * h)]);
-                *reinterpret_cast<float4*>(&bf[4 * h]) =
-                    *reinterpret_cast<const float4*>(&Bs[k * BN + tc * 4 + 64 * h]);
-            }
-            // This thread's last read of slot s is done: release it (the arrive orders the reads first).
-            if (k == BK - 1) mbar_arrive(&empty[s]);
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
-        }
+        // This thread's last read of slot s is done at k = BK-1: it releases the slot there, before the FMAs
+        // (the arrive orders the reads first).
+        float af[TM], bf[TN];
+        multiply_tile<BK>(acc, af, bf, [&](int k, int h) { return &As[a_slot(k, tr * 4 + 64 * h)]; },
+                          [&](int k, int g) { return &Bs[k * BN + tc * 4 + 64 * g]; },
+                          [&](int k) { if (k == BK - 1) mbar_arrive(&empty[s]); });
     }
 
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const idx_t r = m0 + tr * 4 + 64 * (i / 4) + i % 4;
-        if (r >= M) continue;
-#pragma unroll
-        for (int g = 0; g < 2; ++g) {
-            const idx_t c = n0 + tc * 4 + 64 * g;
-            store_row4<VEC>(&acc[i][4 * g], alpha, beta, C, ldc, D, ldd, r, c, N);
-        }
-    }
+    store_tile<VEC, 64, 64>(acc, m0, tr * 4, n0, tc * 4, M, N, alpha, beta, C, ldc, D, ldd);
 }
 
 }  // namespace

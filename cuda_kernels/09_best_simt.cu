@@ -27,25 +27,11 @@
 // Alignment:   sgemm_best_* assumes 16-byte aligned operand starts and leading dimensions (the launcher
 //              checks); sgemm_best_*_unaligned is the same template with 4-byte copies and scalar stores.
 #include "gemm_common.cuh"
+#include "async_copy.cuh"
+#include "simt_tile.cuh"
 
 namespace {
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// cp.async with zero fill: `bytes` of `src` land in `dst`, the rest of the 4 or 16 bytes become 0.
-__device__ __forceinline__ void copy4(float* dst, const float* src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void copy16(float* dst, const float* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(smem_addr(dst)), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+using namespace async_copy;
 
 constexpr int PAD_A = 4;   // As rows are BM+4 floats: the transposing 4-byte copies hit 32 banks
 
@@ -112,7 +98,7 @@ struct Copier {
 #pragma unroll
             for (int r = 0; r < A_ROWS; ++r) {
                 const bool ok = a_ok[r] && ka + 8 * j < k_left;
-                copy4(&As[a_dst + 8 * j * T::A_STRIDE + (T::THREADS / 8) * r], ok ? a_src[r] + k0 + 8 * j : a_base, ok);
+                cp4(&As[a_dst + 8 * j * T::A_STRIDE + (T::THREADS / 8) * r], ok ? a_src[r] + k0 + 8 * j : a_base, ok);
             }
         const float* b = b_src + (idx_t)k0 * ldb;
 #pragma unroll
@@ -124,10 +110,10 @@ struct Copier {
             // b_cols == 4: ptxas 13.0 branched the prologue's copies on the predicate output of the
             // clamp that computes b_cols, and initcheck caught a 16-byte copy at N = 1 (NOTES.md).
             if (VEC && k_ok && b_full) {
-                copy16(dst, src, 16);
+                cp16(dst, src, 16);
             } else {
 #pragma unroll
-                for (int c = 0; c < 4; ++c) copy4(dst + c, k_ok && c < b_cols ? src + c : b_base, k_ok && c < b_cols);
+                for (int c = 0; c < 4; ++c) cp4(dst + c, k_ok && c < b_cols ? src + c : b_base, k_ok && c < b_cols);
             }
         }
     }
@@ -149,15 +135,12 @@ __device__ __forceinline__ void sgemm_best(int M, int N, int K, float alpha,
     const int bn = (warp % (T::BN / T::WN)) * T::WN + (lane % 4) * 4;
 
     float acc[T::TM][T::TN];
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-        for (int j = 0; j < T::TN; ++j) acc[i][j] = 0.0f;
+    zero_tile(acc);
 
     const Copier<T, VEC> copier(A, lda, B, ldb, M, N, m0, n0, tid);
     const int k_tiles = (K + BK - 1) / BK;
     // Prologue: STAGES-1 tiles in flight.  Every iteration commits a group (empty past the end) so that
-    // wait_pending<STAGES-2> always means "the tile about to be used has landed".
+    // wait_group<STAGES-2> always means "the tile about to be used has landed".
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < k_tiles)
@@ -167,7 +150,7 @@ __device__ __forceinline__ void sgemm_best(int M, int N, int K, float alpha,
 
     int use = 0, fill = STAGES - 1;     // ring slots: the tile computed now, the tile copied now
     for (int kt = 0; kt < k_tiles; ++kt) {
-        wait_pending<STAGES - 2>();
+        wait_group<STAGES - 2>();
         // One barrier per k-tile does two jobs: tile kt is visible to all, and every warp has finished
         // tile kt-1, whose slot the copy below overwrites.
         __syncthreads();
@@ -191,24 +174,12 @@ __device__ __forceinline__ void sgemm_best(int M, int N, int K, float alpha,
 #pragma unroll
             for (int j = 0; j < T::SUB_N; ++j)
                 *reinterpret_cast<float4*>(&b[4 * j]) = *reinterpret_cast<const float4*>(&Bs[k * T::BN + bn + 16 * j]);
-#pragma unroll
-            for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-                for (int j = 0; j < T::TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            outer_product(acc, a, b);
         }
     }
-    wait_pending<0>();   // nothing may still be writing shared memory when the block exits
+    wait_group<0>();   // nothing may still be writing shared memory when the block exits
 
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i) {
-        const idx_t row = m0 + am + (i / 4) * 32 + i % 4;
-        if (row >= M) continue;
-#pragma unroll
-        for (int h = 0; h < T::SUB_N; ++h) {
-            const idx_t col = n0 + bn + h * 16;
-            store_row4<VEC>(&acc[i][h * 4], alpha, beta, C, ldc, D, ldd, row, col, N);
-        }
-    }
+    store_tile<VEC, 32, 16>(acc, m0, am, n0, bn, M, N, alpha, beta, C, ldc, D, ldd);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 
 #include "async_copy.cuh"
 #include "gemm_common.cuh"
+#include "mma_sync.cuh"   // to_float, from_float
 
 namespace {
 
@@ -53,14 +54,6 @@ constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;   // 86016: study/registry.
 constexpr int CS_LD = BN + 8;                 // floats: the epilogue tile, rows 32-byte aligned
 static_assert(BM * CS_LD * 4 <= SMEM_BYTES, "the epilogue tile fits in the ring");
 static_assert(BM * BK / 8 == 2 * THREADS && BK * BN / 8 == 2 * THREADS, "two 8-element chunks of A and B per thread");
-
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-    return __float2bfloat16_rn(x);
-}
 
 // X[row][col .. col+7] -> dst (shared), zeros at or past `rows` / `cols`.  VEC and a whole chunk in range: one
 // 16-byte cp.async (X and ld 16-byte aligned, col a multiple of 8); otherwise element by element through

@@ -36,66 +36,11 @@
 
 #include "async_copy.cuh"
 #include "gemm_common.cuh"
+#include "mma_sync.cuh"
 
 namespace {
 
-template <class T> struct Elem;
-template <> struct Elem<__half> {
-    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
-        __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&h);
-    }
-    __device__ __forceinline__ static float2 unpack(uint32_t v) {
-        return __half22float2(*reinterpret_cast<__half2*>(&v));
-    }
-    __device__ __forceinline__ static float load(const __half* p) { return __half2float(*p); }
-    __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
-};
-template <> struct Elem<__nv_bfloat16> {
-    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
-        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&h);
-    }
-    __device__ __forceinline__ static float2 unpack(uint32_t v) {
-        return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&v));
-    }
-    __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-    __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-};
-
-// Four 8x8 b16 matrices; lane l gives the address of row l % 8 of matrix l / 8.  Lane 4g + t receives
-// elements (g, 2t) and (g, 2t + 1) of each matrix; with .trans, elements (2t, g) and (2t + 1, g): exactly
-// mma.m16n8k16's A fragment (row-major) and B fragment (B stored k-rows by n, read "col").
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-// 16 bytes global -> shared, L2 only.
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
-}
-// "memory": the unaligned path's loads of one chunk stay below the previous chunk's store (fewer registers).
-__device__ __forceinline__ void st_shared16(uint32_t dst, const uint32_t (&v)[4]) {
-    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
-                 :: "r"(dst), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
-}
+using async_copy::cp16;   // cp16(shared address, src): a whole 16-byte chunk
 
 // A block tile of BM x BN, K steps of BK through STAGES slots; warps in a WARPS_M x WARPS_N grid.  PAD
 // elements at the end of every shared row (0 as registered: the conflicted layout; x12_pad8 has 8).
@@ -117,49 +62,20 @@ struct Cfg {
                   "copies divide evenly");
 };
 
-// Thread t copies chunk t % CPR_A of A rows t / CPR_A + A_ROWS i and chunk t % CPR_B of B rows
-// t / CPR_B + B_ROWS i of every k-tile; addresses are worked out once per block.
+// A thread's copies of every k-tile: where they come from (ChunkSources) and where they go in a slot.
 template <class C, class T, bool VEC>
-struct Loader {
-    const T* a_src;          // A[m0 + t / CPR_A][8 (t % CPR_A)]
-    const T* b_src;          // B[t / CPR_B][n0 + 8 (t % CPR_B)]
-    idx_t a_step, b_step, ldb;
-    unsigned a_rows_ok;      // bit i: A row t / CPR_A + A_ROWS i exists
-    int a_k, b_k, b_cols;    // k offsets in A's and B's tiles; B columns in range (0..8)
-    bool b_full;             // all 8 of them: tested on its own, not as b_cols == 8 (below)
+struct Loader : ChunkSources<C, T> {
+    using Src = ChunkSources<C, T>;
+    using Src::a_src, Src::b_src, Src::a_step, Src::b_step, Src::ldb, Src::a_rows_ok, Src::a_k, Src::b_k,
+        Src::b_cols, Src::b_full;
     uint32_t a_dst, b_dst;   // byte offsets of the first copies in a slot
 
     __device__ __forceinline__ Loader(const T* A, idx_t lda, const T* B, idx_t ldb_, int M, int N, int m0,
-                                      int n0, int tid) {
-        ldb = ldb_;
+                                      int n0, int tid)
+        : Src(A, lda, B, ldb_, M, N, m0, n0, tid) {
         const int ar = tid / C::CPR_A, ac = tid % C::CPR_A, br = tid / C::CPR_B, bc = tid % C::CPR_B;
-        a_k = 8 * ac, b_k = br;
-        a_rows_ok = 0;
-#pragma unroll
-        for (int i = 0; i < C::A_COPIES; ++i) a_rows_ok |= (m0 + ar + C::A_ROWS * i < M ? 1u : 0u) << i;
-        a_src = A + (idx_t)min(m0 + ar, M - 1) * lda + a_k;   // clamped: only used for rows that exist
-        a_step = (idx_t)C::A_ROWS * lda;
-        b_cols = max(0, min(8, N - (n0 + 8 * bc)));
-        // As in stages 09 and 13: ptxas may fold b_cols == 8 into the clamp's predicate output and branch the
-        // 16-byte copy on it; memcheck, with torch's caching allocator off, caught this stage's 1x1x1 call
-        // reading 16 bytes of a 2-byte B.  A separate compare keeps the copy's condition what the source says.
-        b_full = N - (n0 + 8 * bc) >= 8;
-        b_src = B + (idx_t)br * ldb + (b_cols ? n0 + 8 * bc : 0);
-        b_step = (idx_t)C::B_ROWS * ldb;
         a_dst = (ar * C::LDA + 8 * ac) * 2;
         b_dst = C::A_BYTES + (br * C::LDB + 8 * bc) * 2;
-    }
-
-    // The unaligned path: n elements by 2-byte loads, zeros after them, one 16-byte shared store.
-    __device__ __forceinline__ static void fill(uint32_t dst, const T* src, int n) {
-        const unsigned short* s = reinterpret_cast<const unsigned short*>(src);
-        uint32_t v[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const uint32_t lo = 2 * e < n ? s[2 * e] : 0u, hi = 2 * e + 1 < n ? s[2 * e + 1] : 0u;
-            v[e] = lo | (hi << 16);
-        }
-        st_shared16(dst, v);
     }
 
     // k-tile kt into the slot at shared address `slot`; out-of-range elements become zeros.
@@ -174,7 +90,7 @@ struct Loader {
             // Partial chunks by plain loads: cp.async reads only its src-size bytes, but the sanitizers count
             // all 16.  The full test is its own compare (see b_full).
             if (VEC && ok && left >= 8) cp16(dst, src);
-            else fill(dst, src, n);
+            else fill_chunk(dst, src, n);
         }
         const T* b = b_src + (idx_t)kt * C::BK * ldb;
 #pragma unroll
@@ -182,7 +98,7 @@ struct Loader {
             const bool ok = kt * C::BK + b_k + i * C::B_ROWS < K && b_cols > 0;
             const uint32_t dst = slot + b_dst + i * C::B_ROWS * C::LDB * 2;
             if (VEC && ok && b_full) cp16(dst, b + i * b_step);
-            else fill(dst, b + i * b_step, ok ? b_cols : 0);
+            else fill_chunk(dst, b + i * b_step, ok ? b_cols : 0);
         }
     }
 };
@@ -198,12 +114,7 @@ __device__ __forceinline__ void gemm_mma(int M, int N, int K, double alpha_, con
     const int m0 = blockIdx.y * C::BM, n0 = blockIdx.x * C::BN;
 
     float acc[C::MI][2 * C::NJ][4];
-#pragma unroll
-    for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-        for (int j = 0; j < 2 * C::NJ; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    zero_fragments(acc);
 
     const Loader<C, T, VEC> loader(A, lda, B, ldb, M, N, m0, n0, tid);
     const int k_tiles = (K + C::BK - 1) / C::BK;
@@ -237,43 +148,15 @@ __device__ __forceinline__ void gemm_mma(int M, int N, int K, double alpha_, con
             for (int i = 0; i < C::MI; ++i) ldsm_x4(af[i], slot + a_frag + (16 * i * C::LDA + 16 * kk) * 2);
 #pragma unroll
             for (int j = 0; j < C::NJ; ++j) ldsm_x4_trans(bf[j], slot + b_frag + (16 * kk * C::LDB + 16 * j) * 2);
-#pragma unroll
-            for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-                for (int j = 0; j < C::NJ; ++j) {
-                    Elem<T>::mma(acc[i][2 * j], af[i], bf[j][0], bf[j][1]);
-                    Elem<T>::mma(acc[i][2 * j + 1], af[i], bf[j][2], bf[j][3]);
-                }
+            mma_step<T>(acc, af, bf);
         }
     }
     async_copy::wait_all();   // nothing may still be writing shared memory when the block exits
 
-    // Lane 4g + t holds D[g][2t, 2t+1] (elements 0, 1) and D[g+8][2t, 2t+1] (2, 3) of each m16n8 tile.
+    // D from the fragments: row indices in int, as this stage was measured.
     const float alpha = (float)alpha_, beta = (float)beta_;
-#pragma unroll
-    for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const idx_t row = m0 + wm * C::WM + 16 * i + lane / 4 + 8 * h;
-            if (row >= M) continue;
-#pragma unroll
-            for (int j = 0; j < 2 * C::NJ; ++j) {
-                const int col = n0 + wn * C::WN + 8 * j + 2 * (lane % 4);
-                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-                T* d = D + row * ldd + col;
-                if (VEC && col + 2 <= N) {   // ldd and D 16-byte aligned, col even: a 4-byte access
-                    if (beta != 0.0f) {
-                        const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
-                        v0 = fmaf(beta, c.x, v0), v1 = fmaf(beta, c.y, v1);
-                    }
-                    *reinterpret_cast<uint32_t*>(d) = Elem<T>::pack(v0, v1);
-                } else {
-                    if (col < N) Elem<T>::store(d, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0) : v0);
-                    if (col + 1 < N)
-                        Elem<T>::store(d + 1, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col + 1), v1) : v1);
-                }
-            }
-        }
+    store_fragments<C::MI, 2 * C::NJ, T, VEC>(acc, m0, wm * C::WM, n0, wn * C::WN, lane, M, N, alpha, beta, Cm, ldc,
+                                              D, ldd);
 }
 
 }  // namespace

@@ -43,68 +43,11 @@
 
 #include "async_copy.cuh"
 #include "gemm_common.cuh"
+#include "mma_sync.cuh"
 
 namespace {
 
-// ---- the instructions ------------------------------------------------------------------------------------
-template <class T> struct Elem;
-template <> struct Elem<__half> {
-    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
-        __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&h);
-    }
-    __device__ __forceinline__ static float2 unpack(uint32_t v) {
-        return __half22float2(*reinterpret_cast<__half2*>(&v));
-    }
-    __device__ __forceinline__ static float load(const __half* p) { return __half2float(*p); }
-    __device__ __forceinline__ static void store(__half* p, float v) { *p = __float2half_rn(v); }
-};
-template <> struct Elem<__nv_bfloat16> {
-    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                     "{%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
-        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&h);
-    }
-    __device__ __forceinline__ static float2 unpack(uint32_t v) {
-        return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&v));
-    }
-    __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-    __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-};
-
-// Four 8x8 b16 matrices; lane l gives the address of row l % 8 of matrix l / 8.  Lane 4g + t receives
-// elements (g, 2t) and (g, 2t + 1) of each matrix; with .trans, elements (2t, g) and (2t + 1, g): exactly
-// mma.m16n8k16's A fragment (row-major) and B fragment (B stored k-rows by n, read "col").
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-// 16 bytes global -> shared, L2 only.
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src));
-}
-// The "memory" clobber keeps the unaligned path's loads of one chunk from being hoisted above the previous
-// chunk's store: one chunk's 8 registers in flight at a time, which is what lets that path fit in 255.
-__device__ __forceinline__ void st_shared16(uint32_t dst, const uint32_t (&v)[4]) {
-    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
-                 :: "r"(dst), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
-}
+using async_copy::cp16;   // cp16(shared address, src): a whole 16-byte chunk
 
 template <bool B> struct Flag { static constexpr bool value = B; };
 
@@ -118,7 +61,7 @@ __device__ __forceinline__ int swz(int r, int c) {
 }
 
 // A warp's fragments for one k-step: MI m16 tiles of A from a_addr (16 rows apart, A_ROW bytes a row) and NJ
-// pairs of B's n8 tiles from b_base + b_off[j]; then the MI x 2 NJ mma.sync of that k-step.
+// pairs of B's n8 tiles from b_base + b_off[j] (mma_sync.cuh's mma_step multiplies them).
 template <int MI, int NJ, int A_ROW>
 __device__ __forceinline__ void load_fragments(uint32_t (&af)[MI][4], uint32_t (&bf)[NJ][4], uint32_t a_addr,
                                                uint32_t b_base, const int (&b_off)[NJ]) {
@@ -126,17 +69,6 @@ __device__ __forceinline__ void load_fragments(uint32_t (&af)[MI][4], uint32_t (
     for (int i = 0; i < MI; ++i) ldsm_x4(af[i], a_addr + i * 16 * A_ROW);
 #pragma unroll
     for (int j = 0; j < NJ; ++j) ldsm_x4_trans(bf[j], b_base + b_off[j]);
-}
-template <class T, int MI, int NJ>
-__device__ __forceinline__ void mma_step(float (&acc)[MI][2 * NJ][4], const uint32_t (&af)[MI][4],
-                                         const uint32_t (&bf)[NJ][4]) {
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) {
-            Elem<T>::mma(acc[i][2 * j], af[i], bf[j][0], bf[j][1]);
-            Elem<T>::mma(acc[i][2 * j + 1], af[i], bf[j][2], bf[j][3]);
-        }
 }
 
 // Tile number pid of a grid_m x grid_n grid of D's tiles -> (tm, tn): consecutive numbers walk down GROUP_M
@@ -147,39 +79,6 @@ __device__ __forceinline__ void tile_of(long long pid, long long grid_m, long lo
     const long long rows = min(grid_m - first, (long long)GROUP_M);
     tm = (int)(first + pid % per_group % rows);
     tn = (int)(pid % per_group / rows);
-}
-
-// D = alpha acc + beta C straight from the accumulators of a warp's WM x WN tile at (r0, c0): lane 4g + t holds
-// D[g][2t, 2t+1] (elements 0, 1) and D[g+8][2t, 2t+1] (2, 3) of each m16n8 tile.  VEC: C and D rows are
-// 16-byte aligned, so an in-range pair moves as one 4-byte word.
-template <int MI, int NJ2, class T, bool VEC>
-__device__ __forceinline__ void store_fragments(const float (&acc)[MI][NJ2][4], idx_t r0, int c0, int lane, int M,
-                                                int N, float alpha, float beta, const T* __restrict__ Cm, idx_t ldc,
-                                                T* __restrict__ D, idx_t ldd) {
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const idx_t row = r0 + 16 * i + lane / 4 + 8 * h;
-            if (row >= M) continue;
-#pragma unroll
-            for (int j = 0; j < NJ2; ++j) {
-                const int col = c0 + 8 * j + 2 * (lane % 4);
-                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-                T* d = D + row * ldd + col;
-                if (VEC && col + 2 <= N) {
-                    if (beta != 0.0f) {
-                        const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
-                        v0 = fmaf(beta, c.x, v0), v1 = fmaf(beta, c.y, v1);
-                    }
-                    *reinterpret_cast<uint32_t*>(d) = Elem<T>::pack(v0, v1);
-                } else {
-                    if (col < N) Elem<T>::store(d, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0) : v0);
-                    if (col + 1 < N)
-                        Elem<T>::store(d + 1, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col + 1), v1) : v1);
-                }
-            }
-        }
 }
 
 // STAGED: the epilogue goes through shared memory (false: D stored from the fragments, as in stage 12).
@@ -210,36 +109,19 @@ struct Cfg {
     static_assert((BM * BN / 8) % THREADS == 0, "epilogue chunks divide evenly");
 };
 
-// Where this thread's copies come from and go to, worked out once per block.  Thread t copies chunk t % CPR_A
-// of A rows t / CPR_A + A_ROWS i, and chunk t % CPR_B of B rows t / CPR_B + B_ROWS i, of every k-tile.
+// A thread's copies of every k-tile: where they come from (ChunkSources) and where they go in a swizzled slot.
 template <class C, class T, bool VEC>
-struct Loader {
-    const T* a_src;          // A[m0 + t / CPR_A][8 (t % CPR_A)]
-    const T* b_src;          // B[t / CPR_B][n0 + 8 (t % CPR_B)]
-    idx_t a_step, b_step, ldb;
-    unsigned a_rows_ok;      // bit i: A row t / CPR_A + A_ROWS i exists
-    int a_k, b_k, b_cols;    // this thread's k offset in A's and B's tiles; B columns in range (0..8)
-    bool b_full;             // all 8 of them: tested on its own, not as b_cols == 8 (below)
+struct Loader : ChunkSources<C, T> {
+    using Src = ChunkSources<C, T>;
+    using Src::a_src, Src::b_src, Src::a_step, Src::b_step, Src::ldb, Src::a_rows_ok, Src::a_k, Src::b_k,
+        Src::b_cols, Src::b_full;
     bool inside;             // the block's tile lies inside M and N: k-tiles inside K need no checks
     uint32_t a_dst, b_dst;   // byte offsets of the first copies in a slot
 
     __device__ __forceinline__ Loader(const T* A, idx_t lda, const T* B, idx_t ldb_, int M, int N, int m0,
-                                      int n0, int tid) {
-        ldb = ldb_;
+                                      int n0, int tid)
+        : Src(A, lda, B, ldb_, M, N, m0, n0, tid) {
         const int ar = tid / C::CPR_A, ac = tid % C::CPR_A, br = tid / C::CPR_B, bc = tid % C::CPR_B;
-        a_k = 8 * ac, b_k = br;
-        a_rows_ok = 0;
-#pragma unroll
-        for (int i = 0; i < C::A_COPIES; ++i) a_rows_ok |= (m0 + ar + C::A_ROWS * i < M ? 1u : 0u) << i;
-        a_src = A + (idx_t)min(m0 + ar, M - 1) * lda + a_k;   // clamped: only ever used for rows that exist
-        a_step = (idx_t)C::A_ROWS * lda;
-        b_cols = max(0, min(8, N - (n0 + 8 * bc)));
-        // ptxas 13.0 folded b_cols == 8 into the clamp's predicate output (VIMNMX.RELU) and branched on it to
-        // the 16-byte copy on the 1x1x1 call: initcheck caught a 16-byte read of a 2-byte B (stage 09 met the
-        // same).  A separate compare keeps the copy's condition what the source says.
-        b_full = N - (n0 + 8 * bc) >= 8;
-        b_src = B + (idx_t)br * ldb + (b_cols ? n0 + 8 * bc : 0);
-        b_step = (idx_t)C::B_ROWS * ldb;
         a_dst = swz<C::CPR_A>(ar, ac);
         b_dst = C::A_BYTES + swz<C::CPR_B>(br, bc);
         inside = VEC && m0 + C::BM <= M && n0 + C::BN <= N;
@@ -261,8 +143,8 @@ struct Loader {
             const T* src = a_src + I * a_step + kt * C::BK;
             const uint32_t dst = slot + a_dst + I * C::A_ROWS * C::BK * 2;
             const int n = ok ? min(left, 8) : 0;
-            if (VEC && n == 8) cp16(dst, src);   // partial chunks by plain loads: see stage 12's loader
-            else fill(dst, src, n);
+            if (VEC && n == 8) cp16(dst, src);   // partial chunks by plain loads: see fill_chunk
+            else fill_chunk(dst, src, n);
         } else {
             constexpr int I = J - C::A_COPIES;
             const int k = kt * C::BK + b_k + I * C::B_ROWS;
@@ -270,20 +152,8 @@ struct Loader {
             const T* src = b_src + (idx_t)kt * C::BK * ldb + I * b_step;
             const uint32_t dst = slot + b_dst + I * C::B_ROWS * C::BN * 2;
             if (VEC && ok && b_full) cp16(dst, src);
-            else fill(dst, src, ok ? b_cols : 0);
+            else fill_chunk(dst, src, ok ? b_cols : 0);
         }
-    }
-
-    // The unaligned path: n elements by 2-byte loads, zeros after them, one 16-byte shared store.
-    __device__ __forceinline__ static void fill(uint32_t dst, const T* src, int n) {
-        const unsigned short* s = reinterpret_cast<const unsigned short*>(src);
-        uint32_t v[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const uint32_t lo = 2 * e < n ? s[2 * e] : 0u, hi = 2 * e + 1 < n ? s[2 * e + 1] : 0u;
-            v[e] = lo | (hi << 16);
-        }
-        st_shared16(dst, v);
     }
 
     // Part kk of PARTS of k-tile kt's copies (the next k-tile's copies are spread over the k-steps; kk is a
@@ -319,12 +189,7 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
     const int m0 = tm * C::BM, n0 = tn * C::BN;
 
     float acc[C::MI][2 * C::NJ][4];
-#pragma unroll
-    for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-        for (int j = 0; j < 2 * C::NJ; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    zero_fragments(acc);
 
     const Loader<C, T, VEC> loader(A, lda, B, ldb, M, N, m0, n0, tid);
     const int k_tiles = (K + C::BK - 1) / C::BK;
@@ -395,8 +260,9 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
     async_copy::wait_all();   // nothing may still write the ring when the epilogue reuses it
     const float alpha = (float)alpha_, beta = (float)beta_;
     if constexpr (!C::STAGED) {
-        store_fragments<C::MI, 2 * C::NJ, T, VEC>(acc, m0 + wm * C::WM, n0 + wn * C::WN, lane, M, N, alpha, beta,
-                                                  Cm, ldc, D, ldd);
+        // The warp's origin as one 64-bit row index and one column (what x13_direct was measured with).
+        store_fragments<C::MI, 2 * C::NJ, T, VEC>(acc, (idx_t)(m0 + wm * C::WM), 0, n0 + wn * C::WN, 0, lane, M, N,
+                                                  alpha, beta, Cm, ldc, D, ldd);
         return;
     }
     __syncthreads();
@@ -613,12 +479,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
             tile_of<C::GROUP_M / C::CLUSTER>(tile, tiles_mc(), tiles_n, tmc, tn);
             const int tm = tmc * C::CLUSTER + rank;   // may lie past M (odd tiles_m): zeros in, nothing stored
             float acc[C::MI][2 * C::NJ][4];
-#pragma unroll
-            for (int i = 0; i < C::MI; ++i)
-#pragma unroll
-                for (int j = 0; j < 2 * C::NJ; ++j)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+            zero_fragments(acc);
             wait_full(q);
             load_frags(0, slot_of(q), 0);
             for (int kt = 0; kt < k_tiles; ++kt, ++q) {
@@ -637,8 +498,8 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
                 // This thread's last read of the slot fed the mma.sync just issued, which waited for it.
                 async_copy::mbar_arrive(&empty[q % C::STAGES]);
             }
-            store_fragments<C::MI, 2 * C::NJ, T, true>(acc, (idx_t)tm * C::BM + wm * C::WM, tn * C::BN + wn * C::WN,
-                                                       lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+            store_fragments<C::MI, 2 * C::NJ, T, true>(acc, (idx_t)tm * C::BM, wm * C::WM, tn * C::BN, wn * C::WN, lane,
+                                                       M, N, alpha, beta, Cm, ldc, D, ldd);
         }
     }
     // Neither block of a cluster leaves while the other may still signal its barriers or write its ring.

@@ -46,10 +46,6 @@ template <int V> struct Variant_ {};   // a tag, to pick a constructor's variant
 constexpr int BM = 128, BN = 128, BK = 32;   // every variant: 128x128 tiles of D, K in steps of 32
 constexpr float LO_SCALE = 2048.0f;          // 2^11, seed 002 eqs. (6)-(7)
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 // Blocks run in groups of GROUP_M tile-rows, column by column, so that the A panels of a group and the B
 // panel they share stay in L2 while the group sweeps (the plain row-major order streams all of B per row).
 constexpr int GROUP_M = 8;
@@ -310,7 +306,7 @@ __device__ __forceinline__ int b_offset(int n, int k_octet) {    // in halves
 }
 
 __device__ __forceinline__ uint64_t descriptor(const __half* tile) {
-    const uint64_t addr = smem_addr(tile);
+    const uint64_t addr = async_copy::smem_u32(tile);
     return ((addr & 0x3FFFF) >> 4) | (uint64_t(OCTET_BYTES >> 4) << 16) | (uint64_t(CORE_BYTES >> 4) << 32);
 }
 

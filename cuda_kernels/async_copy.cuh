@@ -1,4 +1,4 @@
-// cp.async and mbarrier in PTX, for the pipelined stages (07, 08).
+// cp.async and mbarrier in PTX, for the pipelined stages (07-09, 11-14).
 //
 // cp.async (sm_80+) copies global -> shared without passing through registers.  Its src-size operand
 // copies that many bytes and zero-fills the rest of the destination, which is how the pipelined stages
@@ -26,6 +26,12 @@ __device__ __forceinline__ void cp4(float* dst, const float* src, bool valid) {
 __device__ __forceinline__ void cp16(float* dst, const float* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(smem_u32(dst)), "l"(src), "r"(src_bytes) : "memory");
+}
+
+// 16 bytes, L2 only, to a shared address given as an integer (as the ldmatrix stages, 12 and 13, keep them).
+// No src-size: all 16 bytes must lie inside the matrix.
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
 }
 
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
