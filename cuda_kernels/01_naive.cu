@@ -25,3 +25,6 @@ extern "C" __global__ void sgemm_naive(int M, int N, int K, float alpha,
     for (int k = 0; k < K; ++k) acc = fmaf(A[row * lda + k], B[(idx_t)k * ldb + col], acc);
     D[row * ldd + col] = gemm_epilogue(acc, alpha, beta, C, ldc, row, col);
 }
+
+// Launched as 32x32 blocks, one thread per element of a 32x32 tile of D (grid.x walks M).
+STUDY_ENTRY_FACTS(sgemm_naive, 32, 32, 32 * 32, 0)

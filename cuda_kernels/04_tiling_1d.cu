@@ -75,3 +75,4 @@ sgemm_tiling_1d(int M, int N, int K, float alpha,
         if (r < M) D[r * ldd + c] = gemm_epilogue(acc[i], alpha, beta, C, ldc, r, c);
     }
 }
+STUDY_ENTRY_FACTS(sgemm_tiling_1d, BM, BN, THREADS, 0)

@@ -104,3 +104,4 @@ sgemm_tiling_2d(int M, int N, int K, float alpha,
         }
     }
 }
+STUDY_ENTRY_FACTS(sgemm_tiling_2d, BM, BN, THREADS, 0)

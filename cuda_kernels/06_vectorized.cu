@@ -113,3 +113,4 @@ sgemm_vectorized_unaligned(int M, int N, int K, float alpha, const float* __rest
                            idx_t ldc, float* __restrict__ D, idx_t ldd) {
     sgemm_vectorized_impl<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
 }
+STUDY_TWIN_FACTS(sgemm_vectorized, BM, BN, THREADS, 0)

@@ -40,9 +40,9 @@ using namespace async_copy;
 constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8, STAGES = 4;
 constexpr int THREADS = (BM / TM) * (BN / TN);   // 256
 constexpr int A_FLOATS = BK * BM, B_FLOATS = BK * BN, STAGE_FLOATS = A_FLOATS + B_FLOATS;
-constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;   // 32 KiB: study/registry.py's CP_ASYNC_SMEM
+constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;   // 32 KiB of dynamic shared memory (exported below)
 constexpr int A_COPIES = BM * BK / THREADS;             // 4 single-float copies of A per thread per tile
-static_assert(SMEM_BYTES == 32768 && (STAGES & (STAGES - 1)) == 0, "registry size; ring index by mask");
+static_assert((STAGES & (STAGES - 1)) == 0, "ring index by mask");
 static_assert(BK * BN == 4 * THREADS, "one 16-byte chunk of B per thread per tile");
 
 // Where A[m][k] of a tile lives in its As[BK][BM] slot (stage 06's swizzle).
@@ -148,7 +148,7 @@ __device__ __forceinline__ void sgemm_cp_async_impl(int M, int N, int K, float a
 
 }  // namespace
 
-// Dynamic shared memory: SMEM_BYTES = 32768 (study/registry.py, CP_ASYNC_SMEM).
+// Dynamic shared memory: SMEM_BYTES = 32768, exported with the tile and block size (STUDY_TWIN_FACTS below).
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 sgemm_cp_async(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,
@@ -162,3 +162,4 @@ sgemm_cp_async_unaligned(int M, int N, int K, float alpha, const float* __restri
                          idx_t ldc, float* __restrict__ D, idx_t ldd) {
     sgemm_cp_async_impl<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
 }
+STUDY_TWIN_FACTS(sgemm_cp_async, BM, BN, THREADS, SMEM_BYTES)

@@ -42,10 +42,10 @@ constexpr int CONSUMERS = (BM / TM) * (BN / TN);        // 256: 8 consumer warps
 constexpr int CONSUMER_WARPS = CONSUMERS / 32;
 constexpr int THREADS = CONSUMERS + 32;                 // + 1 producer warp = 288
 constexpr int A_FLOATS = BK * BM, B_FLOATS = BK * BN, STAGE_FLOATS = A_FLOATS + B_FLOATS;
-constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;   // 32 KiB: study/registry.py's WS_SMEM
+constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;   // 32 KiB of dynamic shared memory (exported below)
 constexpr int A_COPIES = BM * BK / 32;                  // 32 single-float copies of A per producer lane
 constexpr int B_CHUNKS = BK * BN / 4 / 32;              // 8 16-byte chunks of B per producer lane
-static_assert(SMEM_BYTES == 32768 && (STAGES & (STAGES - 1)) == 0, "registry size; ring index by mask");
+static_assert((STAGES & (STAGES - 1)) == 0, "ring index by mask");
 static_assert(BN == 128 && BK * 4 == 32, "producer maps: a B row is 32 lanes x 4 floats, an A row 8 k");
 
 // Where A[m][k] of a tile lives in its As[BK][BM] slot (stage 06's swizzle).
@@ -175,7 +175,8 @@ __device__ __forceinline__ void sgemm_warp_specialized_impl(int M, int N, int K,
 }  // namespace
 
 // Block: 288 threads (8 consumer warps + 1 producer warp).  Dynamic shared memory: SMEM_BYTES = 32768
-// (study/registry.py, WS_SMEM), plus 64 bytes of static shared memory for the mbarriers.
+// (exported with the tile and block size, STUDY_TWIN_FACTS below), plus 64 bytes of static shared memory for
+// the mbarriers.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 sgemm_warp_specialized(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                        const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C,
@@ -189,3 +190,4 @@ sgemm_warp_specialized_unaligned(int M, int N, int K, float alpha, const float* 
                                  const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
     sgemm_warp_specialized_impl<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);
 }
+STUDY_TWIN_FACTS(sgemm_warp_specialized, BM, BN, THREADS, SMEM_BYTES)

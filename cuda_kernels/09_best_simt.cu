@@ -184,14 +184,16 @@ __device__ __forceinline__ void sgemm_best(int M, int N, int K, float alpha,
 
 }  // namespace
 
-// Dynamic shared memory per block: Tile::SMEM_BYTES = STAGES * BK * ((BM + 4) + BN) * 4 (study/registry.py).
+// Dynamic shared memory per block: Tile::SMEM_BYTES = STAGES * BK * ((BM + 4) + BN) * 4, exported with the
+// tile and block size (STUDY_ENTRY_FACTS).
 #define BEST_ENTRY(NAME, TILE, VEC, MIN_BLOCKS)                                                               \
     extern "C" __global__ void __launch_bounds__(TILE::THREADS, MIN_BLOCKS)                                  \
     NAME(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,                           \
          const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,         \
          float* __restrict__ D, idx_t ldd) {                                                                 \
         sgemm_best<TILE, VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);                         \
-    }
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, TILE::BM, TILE::BN, TILE::THREADS, TILE::SMEM_BYTES)
 
 #ifdef BEST_EXPLORE
 // Candidates for tools/bench_variants.py (not registered); NOTES.md records what each measured.

@@ -203,7 +203,8 @@ __device__ __forceinline__ void wmma_gemm(int M, int N, int K, double alpha, con
     NAME(int M, int N, int K, double alpha, const IN* __restrict__ A, idx_t lda, const IN* __restrict__ B,  \
          idx_t ldb, double beta, const ACC* __restrict__ C, idx_t ldc, ACC* __restrict__ D, idx_t ldd) {     \
         wmma_gemm<IN, FRAG, ACC, FM, FN, FK, A_COL, B_COL>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd); \
-    }
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, BM, BN, THREADS, 0)
 
 // The four storage orders of one (pair, shape): NAME_rr, NAME_rc, NAME_cr, NAME_cc.
 #define WMMA_LAYOUTS(NAME, IN, FRAG, ACC, FM, FN, FK)              \

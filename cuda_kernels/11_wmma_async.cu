@@ -50,7 +50,7 @@ constexpr int SKEW = 16;                      // halves: 32 bytes, keeps rows 25
 constexpr int A_LD = BK + SKEW, B_LD = BN + SKEW;
 constexpr int A_ELEMS = BM * A_LD, B_ELEMS = BK * B_LD;
 constexpr int STAGE_ELEMS = A_ELEMS + B_ELEMS;
-constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;   // 86016: study/registry.py WMMA_ASYNC_SMEM
+constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;   // 86016 bytes of dynamic shared memory
 constexpr int CS_LD = BN + 8;                 // floats: the epilogue tile, rows 32-byte aligned
 static_assert(BM * CS_LD * 4 <= SMEM_BYTES, "the epilogue tile fits in the ring");
 static_assert(BM * BK / 8 == 2 * THREADS && BK * BN / 8 == 2 * THREADS, "two 8-element chunks of A and B per thread");
@@ -195,13 +195,15 @@ __device__ __forceinline__ void wmma_async(int M, int N, int K, double alpha_d, 
 
 }  // namespace
 
-// Dynamic shared memory per block: SMEM_BYTES = STAGES * (128 * 48 + 32 * 144) * 2 = 86016 (study/registry.py).
+// Dynamic shared memory per block: SMEM_BYTES = STAGES * (128 * 48 + 32 * 144) * 2 = 86016, exported with the
+// tile and block size (STUDY_ENTRY_FACTS).
 #define WMMA_ASYNC_ENTRY(NAME, T, VEC)                                                                          \
     extern "C" __global__ void __launch_bounds__(THREADS, 2)                                                    \
     NAME(int M, int N, int K, double alpha, const T* __restrict__ A, idx_t lda, const T* __restrict__ B,       \
          idx_t ldb, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) {            \
         wmma_async<T, VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);                               \
-    }
+    }                                                                                                           \
+    STUDY_ENTRY_FACTS(NAME, BM, BN, THREADS, SMEM_BYTES)
 
 WMMA_ASYNC_ENTRY(wmma_async_f16, __half, true)
 WMMA_ASYNC_ENTRY(wmma_async_f16_unaligned, __half, false)

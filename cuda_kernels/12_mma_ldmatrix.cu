@@ -161,13 +161,14 @@ __device__ __forceinline__ void gemm_mma(int M, int N, int K, double alpha_, con
 
 }  // namespace
 
-// Dynamic shared memory per block: Cfg::SMEM_BYTES (study/registry.py MMA_SMEM).
+// Dynamic shared memory per block: Cfg::SMEM_BYTES, exported with the tile and block size (STUDY_ENTRY_FACTS).
 #define MMA_ENTRY(NAME, CFG, T, VEC, MIN_BLOCKS)                                                                \
     extern "C" __global__ void __launch_bounds__(CFG::THREADS, MIN_BLOCKS)                                    \
     NAME(int M, int N, int K, double alpha, const T* __restrict__ A, idx_t lda, const T* __restrict__ B,     \
          idx_t ldb, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) {         \
         gemm_mma<CFG, T, VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);                          \
-    }
+    }                                                                                                         \
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, CFG::BN, CFG::THREADS, CFG::SMEM_BYTES)
 
 #ifdef MMA_EXPLORE
 // Candidates for tools/mma_probe.py (not registered; NOTES.md has their figures): the same kernel with padded

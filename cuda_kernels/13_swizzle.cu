@@ -364,6 +364,9 @@ struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
     static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_;
     static constexpr int ALL_THREADS = Base::THREADS + 128;                        // + the producer warpgroup
+    // Dynamic shared memory: the ring, 1024 bytes to put it on a 1024-byte boundary, and the full, empty and
+    // peer_free mbarriers of each slot (gemm_swizzle_tma).
+    static constexpr int SMEM_BYTES = Base::RING_BYTES + 1024 + 3 * STAGES_ * (int)sizeof(uint64_t);
     // Registers: 65536 per SM split as 128 x PRODUCER_REGS + 256 x CONSUMER_REGS (setmaxnreg, multiples of 8).
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(128 * PRODUCER_REGS + Base::THREADS * CONSUMER_REGS <= 65536, "register file");
@@ -508,13 +511,14 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
 
 }  // namespace
 
-// Dynamic shared memory per block: Cfg::SMEM_BYTES (study/registry.py SWIZZLE_SMEM).
+// Dynamic shared memory per block: Cfg::SMEM_BYTES, exported with the tile and block size (STUDY_ENTRY_FACTS).
 #define SWIZZLE_ENTRY(NAME, CFG, T, VEC, MIN_BLOCKS)                                                            \
     extern "C" __global__ void __launch_bounds__(CFG::THREADS, MIN_BLOCKS)                                    \
     NAME(int M, int N, int K, double alpha, const T* __restrict__ A, idx_t lda, const T* __restrict__ B,     \
          idx_t ldb, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) {         \
         gemm_swizzle<CFG, T, VEC>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, D, ldd);                      \
-    }
+    }                                                                                                         \
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, CFG::BN, CFG::THREADS, CFG::SMEM_BYTES)
 #define SWIZZLE_PAIR(NAME, CFG, MIN_BLOCKS)                                                                   \
     SWIZZLE_ENTRY(NAME##_f16, CFG, __half, true, MIN_BLOCKS)                                                  \
     SWIZZLE_ENTRY(NAME##_bf16, CFG, __nv_bfloat16, true, MIN_BLOCKS)
@@ -548,14 +552,15 @@ SWIZZLE_ENTRY(mma_swizzle_bf16, Swizzled, __nv_bfloat16, true, 1)
 SWIZZLE_ENTRY(mma_swizzle_bf16_unaligned, Swizzled, __nv_bfloat16, false, 1)
 
 // The persistent TMA form: aligned operands only (a tensor map needs 16-byte aligned starts and pitches); the
-// launcher sends other calls to mma_swizzle_*_unaligned.  Dynamic shared memory: the ring, 1024 bytes to align
-// it, and 3 x STAGES mbarriers (study/registry.py SWIZZLE_TMA_SMEM).
+// launcher sends other calls to mma_swizzle_*_unaligned.  Dynamic shared memory: TmaCfg::SMEM_BYTES (the ring,
+// 1024 bytes to align it, and 3 x STAGES mbarriers), exported with the tile and block size (STUDY_ENTRY_FACTS).
 #define SWIZZLE_TMA_ENTRY(NAME, CFG, T)                                                                         \
     extern "C" __global__ void __launch_bounds__(CFG::ALL_THREADS, 1) __cluster_dims__(CFG::CLUSTER, 1, 1)    \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N,  \
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
         gemm_swizzle_tma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd);                         \
-    }
+    }                                                                                                         \
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, CFG::BN, CFG::ALL_THREADS, CFG::SMEM_BYTES)
 #define SWIZZLE_TMA_PAIR(NAME, CFG)                                                                           \
     SWIZZLE_TMA_ENTRY(NAME##_f16, CFG, __half)                                                                \
     SWIZZLE_TMA_ENTRY(NAME##_bf16, CFG, __nv_bfloat16)

@@ -285,6 +285,7 @@ __device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const flo
 // cores work on tile t (A fragments are double-buffered in registers for that).
 namespace wg {
 
+constexpr int THREADS = 256;                                   // two warpgroups
 constexpr int RING = 4;
 // A rows padded to 40 floats: a half-warp's 8-byte fragment loads (4 rows x 4 lanes) hit banks 8g + 2t, all distinct
 // (ncu counted 2^24 bank conflicts per 4096^3 GEMM with 36, whose rows are only 4 banks apart).
@@ -459,7 +460,12 @@ __device__ __forceinline__ void split_tile(const unsigned char* slot, int warp, 
 // hi*hi collects in `chunk` over CHUNK k-tiles (CHUNK * 32 products) before it leaves the tensor core: the
 // tensor cores' truncation then acts on sums of 128 products instead of K, and the promotion adds cost 16 FADDs
 // a k-tile instead of 64.  (CHUNK 8 measured no faster, and relerr at 4096^3 rose from 2.3e-7 to 3.6e-7.)
-constexpr int CHUNK = 4;
+// -DTCEC_CHUNK=N builds another interval (the tuning variant chunk8, study/registry.py VARIANTS).
+#ifndef TCEC_CHUNK
+#define TCEC_CHUNK 4
+#endif
+constexpr int CHUNK = TCEC_CHUNK;
+static_assert(CHUNK > 0 && (CHUNK & (CHUNK - 1)) == 0, "chunks are counted with a mask");
 
 // One k-tile t, its A fragments in set P (so that set 1 - P can take tile t+1's while the wgmmas run).
 template <int V, bool VEC, int P>
@@ -569,9 +575,9 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
 
 }  // namespace
 
-// One block per 128x128 tile (study/registry.py gives its threads and dynamic shared memory).  grid.z
-// walks a batch of independent GEMMs whose operands lie batch_* elements apart (0 for a single GEMM): seed
-// 002's Figure 8 times 256 products in one launch.
+// One block per 128x128 tile; each entry exports its tile, threads and dynamic shared memory (STUDY_ENTRY_FACTS).
+// grid.z walks a batch of independent GEMMs whose operands lie batch_* elements apart (0 for a single GEMM):
+// seed 002's Figure 8 times 256 products in one launch.
 #define TCEC_SIGNATURE                                                                                       \
     (int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda, const float* __restrict__ B,  \
      idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd,        \
@@ -579,17 +585,19 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
 
 // 3xTF32: 256 threads on the mma.sync path, tf32::SMEM_BYTES.
 #define TCEC_TF32_ENTRY(NAME, VEC)                                                                           \
-    extern "C" __global__ void __launch_bounds__(256, 1) NAME TCEC_SIGNATURE) {                              \
+    extern "C" __global__ void __launch_bounds__(tf32::THREADS, 1) NAME TCEC_SIGNATURE) {                    \
         const idx_t z = blockIdx.z;                                                                          \
         tf32::gemm<VEC>(M, N, K, alpha, A + z * batch_a, lda, B + z * batch_b, ldb, beta, C + z * batch_c, ldc, \
                         D + z * batch_d, ldd);                                                               \
-    }
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, BM, BN, tf32::THREADS, tf32::SMEM_BYTES)
 TCEC_TF32_ENTRY(tcec_tf32, true)
 TCEC_TF32_ENTRY(tcec_tf32_unaligned, false)
 
-// fp16 variants: first NAME_split_b (grid ceil(K/32) x ceil(N/128) x batch, 128 threads) writes the split B
-// into a workspace, then NAME (256 threads, two warpgroups, wg::SMEM_BYTES of dynamic shared memory) reads it
-// (its last argument; B itself is not read again).
+// fp16 variants: first NAME_split_b (grid ceil(K/32) x ceil(N/128) x batch, 128 threads: BK k-rows x BN
+// columns a block, no dynamic shared memory) writes the split B into a workspace of NAME_split_b_ws_tile
+// (wg::WS_TILE) halves per k-tile and column block, then NAME (256 threads, two warpgroups, wg::SMEM_BYTES of
+// dynamic shared memory) reads it (its last argument; B itself is not read again).
 #define TCEC_WGMMA_ENTRIES(NAME, V)                                                                          \
     extern "C" __global__ void __launch_bounds__(BN) NAME##_split_b(const float* __restrict__ B, idx_t ldb,   \
                                                                    int K, int N, idx_t batch_b,              \
@@ -597,16 +605,18 @@ TCEC_TF32_ENTRY(tcec_tf32_unaligned, false)
         const idx_t z = blockIdx.z, per_gemm = (idx_t)gridDim.x * gridDim.y * wg::WS_TILE;                  \
         wg::split_b<V>(B + z * batch_b, ldb, K, N, ws + z * per_gemm);                                       \
     }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME##_split_b, BK, BN, BN, 0)                                                         \
+    STUDY_EXPORT(NAME##_split_b_ws_tile, wg::WS_TILE)                                                        \
     TCEC_WGMMA_GEMM(NAME, V, true)                                                                           \
     TCEC_WGMMA_GEMM(NAME##_unaligned, V, false)
 #define TCEC_WGMMA_GEMM(NAME, V, VEC)                                                                        \
-    extern "C" __global__ void __launch_bounds__(256, 1) NAME TCEC_SIGNATURE, const __half* __restrict__ ws) { \
+    extern "C" __global__ void __launch_bounds__(wg::THREADS, 1) NAME TCEC_SIGNATURE,                        \
+                                                                 const __half* __restrict__ ws) {            \
         const idx_t z = blockIdx.z, per_gemm = (idx_t)((N + BN - 1) / BN) * ((K + BK - 1) / BK) * wg::WS_TILE; \
         tcec_wgmma<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, ws + z * per_gemm, beta, C + z * batch_c, ldc,  \
                            D + z * batch_d, ldd);                                                            \
-    }
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, BM, BN, wg::THREADS, wg::SMEM_BYTES)
 TCEC_WGMMA_ENTRIES(tcec_fp16, TCEC)
 TCEC_WGMMA_ENTRIES(tcec_markidis, MARKIDIS)
 TCEC_WGMMA_ENTRIES(tcec_nocorr, NOCORR)
-
-static_assert(wg::SMEM_BYTES == 147456 && tf32::SMEM_BYTES == 208896, "keep TCEC_SMEM in study/registry.py in step");

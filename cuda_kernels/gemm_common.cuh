@@ -7,6 +7,20 @@
 
 typedef long long idx_t;
 
+// Launch facts: every entry exports its launch geometry as `extern "C" __device__ const int study_<name>`
+// globals (data in the cubin that no code reads), so the launcher never restates it: study/launch/cubin_key.py
+// exports() reads them, study/launch/driver.py checks a launch record against them when it loads the entry,
+// and tests/test_build.py offline.  STUDY_ENTRY_FACTS: the BM x BN tile of D one block computes, THREADS per
+// block, and the bytes of dynamic shared memory the entry is launched with (0 where it has only static).  A
+// nonzero value lies in .nv.global.init; a 0 in .nv.global, which holds no bytes in the file (it reads as 0).
+#define STUDY_EXPORT(NAME, VALUE) extern "C" __device__ const int study_##NAME = (VALUE);
+#define STUDY_ENTRY_FACTS(ENTRY, BM, BN, THREADS, SMEM)                                                      \
+    STUDY_EXPORT(ENTRY##_bm, BM) STUDY_EXPORT(ENTRY##_bn, BN) STUDY_EXPORT(ENTRY##_threads, THREADS)         \
+    STUDY_EXPORT(ENTRY##_smem, SMEM)
+// An entry and its ENTRY_unaligned twin (the same template with scalar accesses): the same facts.
+#define STUDY_TWIN_FACTS(ENTRY, BM, BN, THREADS, SMEM)                                                       \
+    STUDY_ENTRY_FACTS(ENTRY, BM, BN, THREADS, SMEM) STUDY_ENTRY_FACTS(ENTRY##_unaligned, BM, BN, THREADS, SMEM)
+
 // beta == 0 must not read C at all: the caller may pass a C full of NaN (or no C), and 0 * NaN = NaN.
 __device__ __forceinline__ float gemm_epilogue(float acc, float alpha, float beta,
                                                const float* __restrict__ C, idx_t ldc, idx_t row, idx_t col) {

@@ -251,8 +251,9 @@ def _tcec_stage() -> list[Impl]:
 
 # --- tuning variants: unregistered, re-run by name with `python -m study.probe --impls NAME --variants V`.
 # Implementation -> {variant: its launch record}.  Each is built with its own nvcc -D macro, under which the
-# .cu file compiles the variant's entries (or its other constants), and takes aligned operands only (a TMA
-# variant sends the others to the registered cp.async kernel); NOTES.md records what each measured.
+# .cu file compiles the variant's entries (or its other constants); one without a scalar twin takes aligned
+# operands only (a TMA variant sends the others to the registered cp.async kernel).  NOTES.md records what
+# each measured.
 _BEST_EXPLORE = dict(source="09_best_simt.cu", defines=("BEST_EXPLORE",), aligned_only=True)
 _MMA_EXPLORE = dict(pairs=HALF_IO_TAGS, defines=("MMA_EXPLORE",), aligned_only=True)
 VARIANTS: dict[str, dict[str, CudaLaunch]] = {

@@ -162,7 +162,8 @@ def exports(cubin: Path | str | bytes) -> dict[str, int]:
     out = {}
     for name, (shndx, value, size) in elf.values.items():
         if name.startswith(EXPORT_PREFIX) and size == 4 and 0 < shndx < len(elf.sections):
-            out[name[len(EXPORT_PREFIX):]], = struct.unpack_from("<i", elf.body(shndx), value)
+            zero = elf.sections[shndx]["type"] == SHT_NOBITS     # nvcc puts a 0 in .nv.global, which has no bytes
+            out[name[len(EXPORT_PREFIX):]] = 0 if zero else struct.unpack_from("<i", elf.body(shndx), value)[0]
     return out
 
 

@@ -212,13 +212,25 @@ def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]):
 
 
 # --- launching -------------------------------------------------------------------------------------------------
-def launch(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
-           args: dict[str, object], device: torch.device) -> None:
-    """Launch `k` with its arguments by name: every declared parameter, and nothing else, must be given."""
+def prepared(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+             args: dict[str, object], device: torch.device):
+    """A launch of `k` with its arguments by name (every declared parameter, and nothing else), checked and
+    packed once: calling the result launches it on the stream current at that time, with no other host work."""
     if args.keys() != k.names:
         raise CudaLaunchError(f"{k.entry}: arguments {sorted(args)} do not match its parameters "
                               f"{[p.name for p in k.params]}")
     core = _core()
-    _set_current(_index(device))
-    core.launch(_stream(device), core.LaunchConfig(grid=grid, block=block, shmem_size=smem), k.kernel,
-                *(_value(p.ctype, args[p.name]) for p in k.params))
+    index = _index(device)
+    config = core.LaunchConfig(grid=grid, block=block, shmem_size=smem)
+    values = tuple(_value(p.ctype, args[p.name]) for p in k.params)
+
+    def run():
+        _set_current(index)
+        core.launch(_stream(device), config, k.kernel, *values)
+    return run
+
+
+def launch(k: LoadedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+           args: dict[str, object], device: torch.device) -> None:
+    """One launch (see prepared)."""
+    prepared(k, grid, block, smem, args, device)()

@@ -112,7 +112,7 @@ class CudaLaunch:
 
     def bind(self, name: str, p) -> Bound:
         entry = self.entry_for(p)
-        return Bound(lambda: self._launch(name, p, entry, 1, {}), lambda: self.resources(entry))
+        return Bound(self._prepared(name, p, entry, 1, {}), lambda: self.resources(entry))
 
     def _gemm_args(self, p) -> dict:
         M, N, K = p.mnk
@@ -120,11 +120,12 @@ class CudaLaunch:
         return dict(M=M, N=N, K=K, alpha=p.alpha, A=p.a, lda=p.lda, B=p.b, ldb=p.ldb, beta=p.beta, C=c,
                     ldc=c.stride(0), D=p.out, ldd=p.out.stride(0))
 
-    def _launch(self, name: str, p, entry: str, depth: int, extra: dict) -> None:
+    def _prepared(self, name: str, p, entry: str, depth: int, extra: dict):
+        """The GEMM launch on `p`, loaded, checked and packed now: the closure only launches."""
         M, N, _ = p.mnk
         gx, gy, _ = self.grid(name, M, N)
         k = self.kernel(entry, p.a.device)
-        driver.launch(k, (gx, gy, depth), self.block, k.smem, {**self._gemm_args(p), **extra}, p.a.device)
+        return driver.prepared(k, (gx, gy, depth), self.block, k.smem, {**self._gemm_args(p), **extra}, p.a.device)
 
     def resources(self, entry: str | None = None) -> dict:
         entry = entry or self.entry
@@ -142,8 +143,7 @@ class CudaBatchedLaunch(CudaLaunch):
 
     def bind(self, name: str, p) -> Bound:
         entry = self.entry_for(p)
-        return Bound(lambda: self._launch(name, p, entry, 1, dict.fromkeys(("batch_a", "batch_b", "batch_c",
-                                                                                   "batch_d"), 0)),
+        return Bound(self._prepared(name, p, entry, 1, dict.fromkeys(("batch_a", "batch_b", "batch_c", "batch_d"), 0)),
                      lambda: self.resources(entry))
 
     def batched(self, impl, a, b, out=None):
@@ -159,7 +159,7 @@ class CudaBatchedLaunch(CudaLaunch):
         p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
         strides = dict(batch_a=a.stride(0), batch_b=b.stride(0), batch_c=out.stride(0), batch_d=out.stride(0))
         vec = self.entry_for(p) == self.entry and all(s % 4 == 0 for s in strides.values())   # every matrix aligned
-        self._launch(impl.name, p, self.entry if vec else self.unaligned_entry, a.shape[0], strides)
+        self._prepared(impl.name, p, self.entry if vec else self.unaligned_entry, a.shape[0], strides)()
         return out
 
 
@@ -186,17 +186,24 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
     def plan(self, p, sms: int) -> tuple[str, ...]:
         return (self.split_entry, *super().plan(p, sms))
 
-    def _launch(self, name: str, p, entry: str, depth: int, extra: dict) -> None:
+    def _prepared(self, name: str, p, entry: str, depth: int, extra: dict):
+        """Both launches, loaded and checked now; each call allocates its own workspace (inside the timing)."""
         M, N, K = p.mnk
         kt, nb = -(-K // self.split_tile[0]), -(-N // self.split_tile[1])
         if nb > 65535:
             raise ValueError(f"{name}: N = {N} needs {nb} column blocks for B's split; the launch allows 65535")
         split = self.kernel(self.split_entry, p.b.device)
-        ws_tile = split.exports[f"{self.split_entry}_ws_tile"]
-        ws = torch.empty(depth * kt * nb * ws_tile, dtype=torch.float16, device=p.b.device)
-        driver.launch(split, (kt, nb, depth), (self.split_tile[1], 1, 1), 0,
-                      dict(B=p.b, ldb=p.ldb, K=K, N=N, batch_b=extra["batch_b"], ws=ws), p.b.device)
-        super()._launch(name, p, entry, depth, {**extra, "ws": ws})
+        size = depth * kt * nb * split.exports[f"{self.split_entry}_ws_tile"]
+        gemm = self.kernel(entry, p.a.device)
+        gx, gy, _ = self.grid(name, M, N)
+        args = {**self._gemm_args(p), **extra}
+
+        def run():
+            ws = torch.empty(size, dtype=torch.float16, device=p.b.device)
+            driver.launch(split, (kt, nb, depth), (self.split_tile[1], 1, 1), split.smem,
+                          dict(B=p.b, ldb=p.ldb, K=K, N=N, batch_b=extra["batch_b"], ws=ws), p.b.device)
+            driver.launch(gemm, (gx, gy, depth), self.block, gemm.smem, {**args, "ws": ws}, p.a.device)
+        return run
 
 
 @dataclass(frozen=True)
@@ -243,11 +250,9 @@ class CudaTmaLaunch(CudaTypedLaunch):
         if not _all_aligned16(p):
             return self.unaligned.bind(name, p)
         entry = self.entry_for(p)
-
-        def run():
-            k = self.kernel(entry, p.a.device)
-            self.launch_kernel(k, p.a, p.b, p.c if p.c is not None else p.out, p.alpha, p.beta, p.out)
-        return Bound(run, lambda: self.resources(entry))
+        k = self.kernel(entry, p.a.device)
+        return Bound(self.prepared_kernel(k, p.a, p.b, p.c if p.c is not None else p.out, p.alpha, p.beta, p.out),
+                     lambda: self.resources(entry))
 
     def many_tiles(self, sms: int) -> tuple[int, int]:
         """An M x N, ragged in both, of at least 2.5 tiles per SM: every block of the grid walks several tiles,
@@ -255,13 +260,13 @@ class CudaTmaLaunch(CudaTypedLaunch):
         with clusters of 2 along M, the last pair's second tile lies wholly past M."""
         return 23 * self.tile[0] - 37, -(-5 * sms // 46) * self.tile[1] - 61
 
-    def launch_kernel(self, k, a, b, c, alpha: float, beta: float, out) -> None:
-        """One launch of the loaded kernel `k` (this record's, or a tuning variant's) on checked operands; C is
-        never read when beta == 0."""
+    def prepared_kernel(self, k, a, b, c, alpha: float, beta: float, out):
+        """The launch of the loaded kernel `k` on checked operands, its tensor maps encoded now; C is never read
+        when beta == 0."""
         (M, K), N = a.shape, b.shape[1]
         tiles = -(-M // (self.tile[0] * self.cluster)) * -(-N // self.tile[1]) * self.cluster
         blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, self.cluster, a.device))
-        driver.launch(k, (blocks, 1, 1), self.block, k.smem, dict(
+        return driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
             map_a=driver.tensor_map_2d(a, self.a_box), map_b=driver.tensor_map_2d(b, self.b_box), M=M, N=N, K=K,
             alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0)), a.device)
 

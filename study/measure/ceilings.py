@@ -71,8 +71,8 @@ def fp32_fma_tflops(device, clock):
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     blocks, threads, iters = sms * 8, 256, 4096
     out = torch.empty(blocks * threads, device=device)
-    run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
-                                     dict(out=out, iters=iters, seed=1.0), device)
+    run = cuda_launch.prepared(k, (blocks, 1, 1), (threads, 1, 1), 0,
+                               dict(out=out, iters=iters, seed=1.0), device)
     ms, mhz = _timed(run, 10, device, clock)
     ilp, unroll = 8, 16                     # must match fma_peak.cu
     return 2 * ilp * unroll * iters * blocks * threads / (ms * 1e9), mhz
@@ -100,8 +100,8 @@ def mma_sync_peak(device, clock, clocks: dict | None = None) -> dict:
     result = {}
     for entry, (name, flops, seed) in MMA_PEAK.items():
         k = _bench_kernel("mma_peak.cu", entry, device)
-        run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
-                                         dict(out=out, iters=iters, seed=seed), device)
+        run = cuda_launch.prepared(k, (blocks, 1, 1), (threads, 1, 1), 0,
+                                   dict(out=out, iters=iters, seed=seed), device)
         run()
         ms, mhz = _timed(run, 10, device, clock)
         result[name] = flops * ilp * unroll * iters * blocks * (threads // 32) / (ms * 1e9)
@@ -117,7 +117,7 @@ def smem_gbps(device, clock):
     blocks, threads, iters, unroll = sms * 4, 256, 8192, 16          # unroll must match bandwidth.cu
     out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
     k = _bench_kernel("bandwidth.cu", "smem_read", device)
-    run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0, dict(out=out, iters=iters), device)
+    run = cuda_launch.prepared(k, (blocks, 1, 1), (threads, 1, 1), 0, dict(out=out, iters=iters), device)
     ms, mhz = _timed(run, 10, device, clock)
     return blocks * threads * iters * unroll * 16 / (ms * 1e6), mhz
 
@@ -131,8 +131,8 @@ def l2_gbps(device, clock, nbytes: int = 16 << 20, passes: int = 50):
     blocks, threads = sms * 8, 256
     out = torch.empty(blocks * threads, dtype=torch.int32, device=device)
     k = _bench_kernel("bandwidth.cu", "l2_read", device)
-    run = lambda: cuda_launch.launch(k, (blocks, 1, 1), (threads, 1, 1), 0,
-                                     dict(src=src, n_chunks=nbytes // 16, passes=passes, out=out), device)
+    run = cuda_launch.prepared(k, (blocks, 1, 1), (threads, 1, 1), 0,
+                               dict(src=src, n_chunks=nbytes // 16, passes=passes, out=out), device)
     ms, mhz = _timed(run, 10, device, clock)
     return passes * nbytes / (ms * 1e6), mhz
 

@@ -13,7 +13,7 @@ study.measure.sanitize` for compute-sanitizer's counts), never by hand.  Each re
     host          -                                     the stage files' Python outside   -
                                                         the kernels (normalised)
     launch        the launch declaration, every field, nested launches included
-    launch_code   the launch classes and Impl, and what they call in the study's modules (cuda_launch.py's
+    launch_code   the launch classes and Impl, and what they call in the study's modules (driver.py and launchers.py:
                   functions, the registry's helpers) with the constants they read, normalised
     (the "code key" is all of the above and below but the harness: what a sanitizer record and a row of
     results.csv carry, since a tolerance or a test judges results, not memory accesses or timings)
