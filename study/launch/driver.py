@@ -206,7 +206,7 @@ def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]):
     if t.data_ptr() % 16 or (t.stride(0) * esize) % 16 or t.stride(1) != 1:
         raise ValueError(f"a tensor map needs a row-major matrix with a 16-byte aligned start and pitch, got "
                          f"strides {t.stride()} at {t.data_ptr():#x}")
-    view = _core().utils.StridedMemoryView(t, stream_ptr=-1)
+    view = _core().utils.StridedMemoryView.from_dlpack(t, stream_ptr=-1)
     return view.as_tensor_map(box, data_type=np.dtype(_TMA_DTYPES[esize]), swizzle=TensorMapSwizzle.SWIZZLE_128B,
                               l2_promotion=TensorMapL2Promotion.L2_256B)
 
