@@ -16,7 +16,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import epilogue, launch
 
 META = dict(BLOCK_K=32, num_warps=1)   # one warp per output element
 
@@ -41,8 +41,7 @@ def naive_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 def gemm(p):
     M, N, _ = p.mnk
-    check_grid("triton:01_naive", M * N)
-    return naive_kernel[(M * N,)](**gemm_args(p), **META)
+    return launch("triton:01_naive", naive_kernel, p, M * N, **META)
 
 
 KERNEL = naive_kernel

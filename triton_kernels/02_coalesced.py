@@ -14,7 +14,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import epilogue, launch
 
 META = dict(BLOCK_N=128, num_warps=4)
 
@@ -42,9 +42,7 @@ def coalesced_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 def gemm(p):
     M, N, _ = p.mnk
-    programs = M * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:02_coalesced", programs)
-    return coalesced_kernel[(programs,)](**gemm_args(p), **META)
+    return launch("triton:02_coalesced", coalesced_kernel, p, M * triton.cdiv(N, META["BLOCK_N"]), **META)
 
 
 KERNEL = coalesced_kernel

@@ -22,7 +22,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import epilogue, launch_tiles, tile_rows_cols
 
 META = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=8, num_warps=4)
 
@@ -30,10 +30,7 @@ META = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=8, num_warps=4)
 @triton.jit
 def tiled_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                  HAS_C: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BLOCK_N)
-    rows = ((pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    cols = ((pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rows, cols = tile_rows_cols(tl.program_id(0), N, BLOCK_M, BLOCK_N)
     in_m, in_n = rows < M, cols < N
     a_ptrs = A + rows * lda          # column k of A's tile: a_ptrs + k
     b_ptrs = B + cols                # row k of B's tile: b_ptrs + k * ldb
@@ -50,10 +47,7 @@ def tiled_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:03_smem_tiling", programs)
-    return tiled_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:03_smem_tiling", tiled_kernel, p, META)
 
 
 KERNEL = tiled_kernel

@@ -27,7 +27,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import epilogue, launch_tiles
 
 META = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=8, TM=8, num_warps=16, num_stages=1)
 
@@ -60,10 +60,7 @@ def tiling_1d_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:04_tiling_1d", programs)
-    return tiling_1d_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:04_tiling_1d", tiling_1d_kernel, p, META)
 
 
 KERNEL = tiling_1d_kernel

@@ -25,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import launch_tiles, store_tile, thread_block_tile
 
 META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, TM=8, TN=8, num_warps=8, num_stages=1)
 
@@ -34,15 +34,9 @@ META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, TM=8, TN=8, num_warps=8, num_st
 def tiling_2d_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                      HAS_C: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_K: tl.constexpr, TM: tl.constexpr, TN: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BLOCK_N)
     # acc[tm, tn, i, j] is D[row0 + i*TM + tm, col0 + j*TN + tn]; (tm, tn) is the per-thread 8x8 block.
-    tm = tl.arange(0, TM)[:, None, None, None]
-    tn = tl.arange(0, TN)[None, :, None, None]
-    i = tl.arange(0, BLOCK_M // TM)[None, None, :, None]
-    j = tl.arange(0, BLOCK_N // TN)[None, None, None, :]
-    rows = ((pid // n_tiles) * BLOCK_M + i * TM + tm).to(tl.int64)    # [TM, 1, BM/TM, 1]
-    cols = ((pid % n_tiles) * BLOCK_N + j * TN + tn).to(tl.int64)     # [1, TN, 1, BN/TN]
+    # rows: [TM, 1, BM/TM, 1], cols: [1, TN, 1, BN/TN].
+    rows, cols = thread_block_tile(tl.program_id(0), N, BLOCK_M, BLOCK_N, TM, TN)
     in_m, in_n = rows < M, cols < N
     a_ptrs = A + rows * lda          # column k of the thread's rows: a_ptrs + k
     b_ptrs = B + cols                # row k of the thread's columns: b_ptrs + k * ldb
@@ -53,16 +47,11 @@ def tiling_2d_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
             a = tl.load(a_ptrs + k, mask=in_m & (k < K), other=0.0).to(tl.float32)   # 8 of A, 8 of B
             b = tl.load(b_ptrs + k.to(tl.int64) * ldb, mask=in_n & (k < K), other=0.0).to(tl.float32)
             acc += a * b                      # outer product: 64 FMAs per thread
-    mask = in_m & in_n
-    d = epilogue(acc, alpha, beta, C + rows * ldc + cols, mask, HAS_C)
-    tl.store(D + rows * ldd + cols, d.to(D.dtype.element_ty), mask=mask)
+    store_tile(acc, alpha, beta, C, D, rows, cols, in_m & in_n, ldc, ldd, HAS_C)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:05_tiling_2d", programs)
-    return tiling_2d_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:05_tiling_2d", tiling_2d_kernel, p, META)
 
 
 KERNEL = tiling_2d_kernel

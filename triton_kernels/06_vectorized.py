@@ -28,7 +28,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import launch_tiles, store_tile, thread_block_tile
 
 META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, TM=8, TN=8, num_warps=8, num_stages=1)
 
@@ -53,15 +53,9 @@ def vectorized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                       HAS_C: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                       BLOCK_K: tl.constexpr, TM: tl.constexpr, TN: tl.constexpr):
     tl.static_assert(BLOCK_K == 8, "k_slices8 cuts a k-tile of exactly 8")
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BLOCK_N)
-    # Stage 05's 4-D view: acc[tm, tn, i, j] is D[row0 + i*TM + tm, col0 + j*TN + tn].
-    tm = tl.arange(0, TM)[:, None, None, None]
-    tn = tl.arange(0, TN)[None, :, None, None]
-    i = tl.arange(0, BLOCK_M // TM)[None, None, :, None]
-    j = tl.arange(0, BLOCK_N // TN)[None, None, None, :]
-    rows = ((pid // n_tiles) * BLOCK_M + i * TM + tm).to(tl.int64)    # [TM, 1, BM/TM, 1]
-    cols = ((pid % n_tiles) * BLOCK_N + j * TN + tn).to(tl.int64)     # [1, TN, 1, BN/TN]
+    # Stage 05's 4-D view: acc[tm, tn, i, j] is D[row0 + i*TM + tm, col0 + j*TN + tn]; rows: [TM, 1, BM/TM, 1],
+    # cols: [1, TN, 1, BN/TN].
+    rows, cols = thread_block_tile(tl.program_id(0), N, BLOCK_M, BLOCK_N, TM, TN)
     in_m, in_n = rows < M, cols < N
     # The k-tiles get a fifth axis, k, last: A's tile is contiguous along it, B's along tn.
     ks = tl.arange(0, BLOCK_K)[None, None, None, None, :]
@@ -78,16 +72,11 @@ def vectorized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         b_rows = k_slices8(b_tile)        # 8 tensors [1, TN, 1, BN/TN]: B's row k0 + kk
         for kk in tl.static_range(BLOCK_K):
             acc += a_cols[kk] * b_rows[kk]    # outer product: 64 FMAs per thread
-    mask = in_m & in_n
-    d = epilogue(acc, alpha, beta, C + rows * ldc + cols, mask, HAS_C)
-    tl.store(D + rows * ldd + cols, d.to(D.dtype.element_ty), mask=mask)
+    store_tile(acc, alpha, beta, C, D, rows, cols, in_m & in_n, ldc, ldd, HAS_C)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:06_vectorized", programs)
-    return vectorized_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:06_vectorized", vectorized_kernel, p, META)
 
 
 KERNEL = vectorized_kernel

@@ -27,7 +27,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import epilogue, launch_tiles
 
 META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, num_warps=8, num_stages=4)
 
@@ -54,10 +54,7 @@ def cp_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:07_cp_async", programs)
-    return cp_async_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:07_cp_async", cp_async_kernel, p, META)
 
 
 KERNEL = cp_async_kernel

@@ -25,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import epilogue, launch_tiles, tile_rows_cols
 
 META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, WARP_SPECIALIZE=True, num_warps=8, num_stages=4)
 
@@ -34,10 +34,7 @@ META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, WARP_SPECIALIZE=True, num_warp
 def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                             HAS_C: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                             BLOCK_K: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BLOCK_N)
-    rows = ((pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    cols = ((pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rows, cols = tile_rows_cols(tl.program_id(0), N, BLOCK_M, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
     in_m, in_n = rows[:, None] < M, cols[None, :] < N
     a_ptrs = A + rows[:, None] * lda + ks[None, :]
@@ -54,10 +51,7 @@ def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:08_warp_specialized", programs)
-    return warp_specialized_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:08_warp_specialized", warp_specialized_kernel, p, META)
 
 
 KERNEL = warp_specialized_kernel

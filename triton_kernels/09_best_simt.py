@@ -27,12 +27,10 @@ Compiles to (Triton 3.6, sm_90): cp.async.cg 16-byte copies into num_stages - 1 
 """
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args, grouped_tile
+from triton_kernels._common import check_grid, config_variants, epilogue, grouped_tile, launch_autotuned, max_tiles
 
 
 def _config(bm, bn, bk, warps, stages):
@@ -95,22 +93,9 @@ def best_simt_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 tuned_kernel = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(best_simt_kernel)
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def gemm(p):
-    M, N, _ = p.mnk
-    # The largest grid any config could launch (the autotuner may pick any of them).
-    check_grid("triton:09_best_simt",
-               max(triton.cdiv(M, c.kwargs["BLOCK_M"]) * triton.cdiv(N, c.kwargs["BLOCK_N"])
-                   for c in CONFIGS))
-    if _interpreting():
-        cfg = INTERPRETER_CONFIG
-        grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-        return best_simt_kernel[grid](**gemm_args(p), **cfg)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-    return tuned_kernel[grid](**gemm_args(p))
+    check_grid("triton:09_best_simt", max_tiles(p, CONFIGS))
+    return launch_autotuned(best_simt_kernel, tuned_kernel, p, INTERPRETER_CONFIG)
 
 
 KERNEL = best_simt_kernel
@@ -118,4 +103,4 @@ KERNEL = best_simt_kernel
 
 def variants(entry: str) -> list[dict]:
     """Every compile-time variant gemm may launch (for the offline precision check in the tests)."""
-    return [dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages) for c in CONFIGS]
+    return config_variants(CONFIGS)

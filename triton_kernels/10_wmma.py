@@ -31,7 +31,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid
+from triton_kernels._common import check_grid, tiles
 
 # Pair -> (accumulator, input precision, BLOCK_K).  int8's mma.sync k-step is 32, so BLOCK_K >= 32 there.
 _PAIRS = {
@@ -96,7 +96,7 @@ def wmma_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha: tl.float64, beta
 
 def _launch(p, acc, precision, block_k):
     M, N, K = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
+    programs = tiles(p, META["BLOCK_M"], META["BLOCK_N"])
     check_grid("triton:10_wmma", programs)
     c = p.c if p.c is not None else p.out   # a placeholder pointer; HAS_C=False means it is never read
     return wmma_kernel[(programs,)](

@@ -25,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args
+from triton_kernels._common import launch_tiles, masked_dot_loop, operand_tiles, store_tile, tile_rows_cols
 
 META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=4)
 
@@ -33,33 +33,16 @@ META = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=4)
 @triton.jit
 def wmma_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BLOCK_N)
-    rows = ((pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    cols = ((pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
-    ks = tl.arange(0, BLOCK_K)
-    in_m, in_n = rows[:, None] < M, cols[None, :] < N
-    a_ptrs = A + rows[:, None] * lda + ks[None, :]
-    b_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols[None, :]
-    b_step = BLOCK_K * tl.cast(ldb, tl.int64)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):   # num_stages (launch option) = depth of the cp.async ring
-        in_k = ks < K - k0
-        a = tl.load(a_ptrs, mask=in_m & in_k[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=in_k[:, None] & in_n, other=0.0)
-        acc = tl.dot(a, b, acc, out_dtype=tl.float32)
-        a_ptrs += BLOCK_K
-        b_ptrs += b_step
-    mask = in_m & in_n
-    d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)
-    tl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    rows, cols = tile_rows_cols(tl.program_id(0), N, BLOCK_M, BLOCK_N)
+    ks, in_m, in_n, a_ptrs, b_ptrs = operand_tiles(A, B, M, N, lda, ldb, rows, cols, BLOCK_K)
+    # The K loop: a masked load of each k-tile of A and B, one tl.dot per BLOCK_K step.  num_stages (launch
+    # option) = depth of the cp.async ring the compiler builds for its two loads.
+    acc = masked_dot_loop(a_ptrs, b_ptrs, ks, in_m, in_n, K, ldb, BLOCK_M, BLOCK_N, BLOCK_K)
+    store_tile(acc, alpha, beta, C, D, rows[:, None], cols[None, :], in_m & in_n, ldc, ldd, HAS_C)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:11_wmma_async", programs)
-    return wmma_async_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("triton:11_wmma_async", wmma_async_kernel, p, META)
 
 
 KERNEL = wmma_async_kernel

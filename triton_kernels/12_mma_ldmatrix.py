@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 import triton
 
-from triton_kernels._common import check_grid, gemm_args
+from triton_kernels._common import launch_tiles
 
 # Module names that start with a digit cannot be imported with an import statement.
 _stage11 = importlib.import_module("triton_kernels.11_wmma_async")
@@ -60,11 +60,8 @@ def mma_v2_only():
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])
-    check_grid("triton:12_mma_ldmatrix", programs)
     with mma_v2_only():
-        return mma_v2_kernel[(programs,)](**gemm_args(p), **META)
+        return launch_tiles("triton:12_mma_ldmatrix", mma_v2_kernel, p, META)
 
 
 KERNEL = mma_v2_kernel

@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from triton_kernels._common import check_grid, epilogue, gemm_args, grouped_tile
+from triton_kernels._common import grouped_tile, launch_tiles, masked_dot_loop, operand_tiles, store_tile
 
 # The TMA kernel's tile: the fastest measured that also fits C's TMA buffers.
 TMA_META = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, EPI_SPLIT=True, num_warps=8, num_stages=3)
@@ -92,22 +92,9 @@ def pointer_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C: 
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
     cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
-    ks = tl.arange(0, BLOCK_K)
-    in_m, in_n = rows[:, None] < M, cols[None, :] < N
-    a_ptrs = A + rows[:, None] * lda + ks[None, :]
-    b_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols[None, :]
-    b_step = BLOCK_K * tl.cast(ldb, tl.int64)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        in_k = ks < K - k0
-        a = tl.load(a_ptrs, mask=in_m & in_k[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=in_k[:, None] & in_n, other=0.0)
-        acc = tl.dot(a, b, acc, out_dtype=tl.float32)
-        a_ptrs += BLOCK_K
-        b_ptrs += b_step
-    mask = in_m & in_n
-    d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)
-    tl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    ks, in_m, in_n, a_ptrs, b_ptrs = operand_tiles(A, B, M, N, lda, ldb, rows, cols, BLOCK_K)
+    acc = masked_dot_loop(a_ptrs, b_ptrs, ks, in_m, in_n, K, ldb, BLOCK_M, BLOCK_N, BLOCK_K)
+    store_tile(acc, alpha, beta, C, D, rows[:, None], cols[None, :], in_m & in_n, ldc, ldd, HAS_C)
 
 
 def tma_ok(t: torch.Tensor) -> bool:
@@ -141,10 +128,7 @@ def launch_tma(p, meta: dict):
 
 
 def launch_pointer(p, meta: dict = POINTER_META):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-    check_grid("triton:13_swizzle", programs)
-    return pointer_kernel[(programs,)](**gemm_args(p), **meta)
+    return launch_tiles("triton:13_swizzle", pointer_kernel, p, meta)
 
 
 def gemm(p):

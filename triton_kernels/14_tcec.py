@@ -31,12 +31,10 @@ Compiles to (Triton 3.6, sm_90, 128x128x64, 8 warps): A is split in wgmma's regi
 """
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, epilogue, gemm_args, grouped_tile
+from triton_kernels._common import check_grid, config_variants, epilogue, grouped_tile, launch_autotuned, max_tiles
 
 
 def _config(bm, bn, bk, warps, stages):
@@ -160,22 +158,10 @@ def _configs(split: str) -> list:
     return TF32_CONFIGS if split == "tf32" else FP16_CONFIGS
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def _launch(p, split: str):
-    M, N, _ = p.mnk
-    check_grid(f"triton:14_tcec ({split})",
-               max(triton.cdiv(M, c.kwargs["BLOCK_M"]) * triton.cdiv(N, c.kwargs["BLOCK_N"]) for c in _configs(split)))
-    args = gemm_args(p)
-    if _interpreting():
-        cfg = INTERPRETER_CONFIG
-        grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-        return tcec_kernel[grid](**args, SPLIT=split, **cfg)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+    check_grid(f"triton:14_tcec ({split})", max_tiles(p, _configs(split)))
     tuned = _tuned_tf32 if split == "tf32" else _tuned_fp16
-    return tuned[grid](**args, SPLIT=split)
+    return launch_autotuned(tcec_kernel, tuned, p, INTERPRETER_CONFIG, SPLIT=split)
 
 
 KERNEL = tcec_kernel
@@ -184,7 +170,7 @@ KERNEL = tcec_kernel
 def variants(entry: str) -> list[dict]:
     """Every compile-time variant `entry` may launch (for the offline precision check in the tests)."""
     split = _SPLIT[entry]
-    return [dict(c.kwargs, SPLIT=split, num_warps=c.num_warps, num_stages=c.num_stages) for c in _configs(split)]
+    return config_variants(_configs(split), SPLIT=split)
 
 
 def gemm_tcec(p):

@@ -1,17 +1,24 @@
-"""What every Triton stage shares: the GEMM epilogue and the argument list built from a validated Problem."""
+"""What the Triton stages share: tile indices, the operand pointers and masked tl.dot K loop of stage 11 (and
+stage 13's fallback), the GEMM epilogue, and the launch: the argument list built from a validated Problem,
+the grid and its check."""
 from __future__ import annotations
+
+import os
 
 import triton
 import triton.language as tl
 
 
+# --- tile indices -------------------------------------------------------------------------------------------
+
 @triton.jit
-def epilogue(acc, alpha, beta, c_ptrs, mask, HAS_C: tl.constexpr):
-    # beta == 0 arrives as HAS_C=False and C is never touched: a C full of NaN must not leak into D.
-    d = acc * alpha
-    if HAS_C:
-        d += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
-    return d
+def tile_rows_cols(pid, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Row and column indices (int64) of program pid's BLOCK_M x BLOCK_N tile of D; tiles are numbered in
+    row-major order over a one-dimensional grid of cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) programs."""
+    n_tiles = tl.cdiv(N, BLOCK_N)
+    rows = ((pid // n_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    cols = ((pid % n_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    return rows, cols
 
 
 @triton.jit
@@ -25,6 +32,73 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     group_m = min(grid_m - first_m, GROUP_M)
     return first_m + (pid % width) % group_m, (pid % width) // group_m
 
+
+@triton.jit
+def thread_block_tile(pid, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TM: tl.constexpr, TN: tl.constexpr):
+    """Program pid's BLOCK_M x BLOCK_N tile of D (numbered as in tile_rows_cols) as the 4-D register tile of
+    stages 05 and 06: acc[tm, tn, i, j] is D[row0 + i*TM + tm, col0 + j*TN + tn], and Triton's default layout
+    gives (i, j) to threads and keeps each TM x TN block (tm, tn) inside one thread.  Returns the int64 row
+    indices, shaped [TM, 1, BM/TM, 1], and column indices, [1, TN, 1, BN/TN]."""
+    n_tiles = tl.cdiv(N, BLOCK_N)
+    tm = tl.arange(0, TM)[:, None, None, None]
+    tn = tl.arange(0, TN)[None, :, None, None]
+    i = tl.arange(0, BLOCK_M // TM)[None, None, :, None]
+    j = tl.arange(0, BLOCK_N // TN)[None, None, None, :]
+    rows = ((pid // n_tiles) * BLOCK_M + i * TM + tm).to(tl.int64)
+    cols = ((pid % n_tiles) * BLOCK_N + j * TN + tn).to(tl.int64)
+    return rows, cols
+
+
+# --- operands, the K loop, the epilogue ---------------------------------------------------------------------
+
+@triton.jit
+def operand_tiles(A, B, M, N, lda, ldb, rows, cols, BLOCK_K: tl.constexpr):
+    """What a tl.dot K loop over the tile rows x cols of D starts from: the k offsets ks of a BLOCK_K step,
+    the row mask in_m [BM, 1] and column mask in_n [1, BN], and pointers to the first k-tiles of A
+    (BM x BLOCK_K, a_ptrs) and B (BLOCK_K x BN, b_ptrs).  64-bit offsets."""
+    ks = tl.arange(0, BLOCK_K)
+    in_m, in_n = rows[:, None] < M, cols[None, :] < N
+    a_ptrs = A + rows[:, None] * lda + ks[None, :]
+    b_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols[None, :]
+    return ks, in_m, in_n, a_ptrs, b_ptrs
+
+
+@triton.jit
+def masked_dot_loop(a_ptrs, b_ptrs, ks, in_m, in_n, K, ldb, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr):
+    """sum over k-tiles of tl.dot(A tile, B tile), fp32 accumulation, from operand_tiles()'s start: one masked
+    load of each k-tile (zeros outside M, N and K) and one tl.dot per BLOCK_K step.  The launch option
+    num_stages decides how deep the compiler pipelines the two loads (a ring of cp.async copies)."""
+    b_step = BLOCK_K * tl.cast(ldb, tl.int64)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        in_k = ks < K - k0
+        a = tl.load(a_ptrs, mask=in_m & in_k[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=in_k[:, None] & in_n, other=0.0)
+        acc = tl.dot(a, b, acc, out_dtype=tl.float32)
+        a_ptrs += BLOCK_K
+        b_ptrs += b_step
+    return acc
+
+
+@triton.jit
+def epilogue(acc, alpha, beta, c_ptrs, mask, HAS_C: tl.constexpr):
+    # beta == 0 arrives as HAS_C=False and C is never touched: a C full of NaN must not leak into D.
+    d = acc * alpha
+    if HAS_C:
+        d += beta * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32)
+    return d
+
+
+@triton.jit
+def store_tile(acc, alpha, beta, C, D, rows, cols, mask, ldc, ldd, HAS_C: tl.constexpr):
+    """D[rows, cols] = alpha * acc + beta * C[rows, cols] where `mask`.  `rows` and `cols` (int64) broadcast to
+    acc's shape: rows[:, None] and cols[None, :] for a 2-D tile, or index tensors already shaped like acc."""
+    d = epilogue(acc, alpha, beta, C + rows * ldc + cols, mask, HAS_C)
+    tl.store(D + rows * ldd + cols, d.to(D.dtype.element_ty), mask=mask)
+
+
+# --- launch -------------------------------------------------------------------------------------------------
 
 def gemm_args(p):
     """Positional arguments shared by every stage kernel: pointers, sizes, leading dimensions, scalars."""
@@ -52,6 +126,46 @@ def check_grid(name: str, programs: int):
 
 
 def interpreting() -> bool:
-    """True under TRITON_INTERPRET=1 (Triton on the CPU; Gluon has no interpreter)."""
-    import os
+    """Whether kernels run on Triton's CPU interpreter (TRITON_INTERPRET set, as in the CPU tests)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def tiles(p, block_m: int, block_n: int) -> int:
+    """Programs in a grid of one program per block_m x block_n tile of D."""
+    M, N, _ = p.mnk
+    return triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
+
+
+def launch(name: str, kernel, p, programs: int, **meta):
+    """kernel[(programs,)] on gemm_args(p) and the compile-time parameters and launch options `meta`, after
+    check_grid (`name` is the implementation, for its message).  Returns what the launch returns: the compiled
+    kernel, whose registers and shared memory study/registry.py reports."""
+    check_grid(name, programs)
+    return kernel[(programs,)](**gemm_args(p), **meta)
+
+
+def launch_tiles(name: str, kernel, p, meta: dict):
+    """launch() with one program per meta["BLOCK_M"] x meta["BLOCK_N"] tile of D."""
+    return launch(name, kernel, p, tiles(p, meta["BLOCK_M"], meta["BLOCK_N"]), **meta)
+
+
+def max_tiles(p, configs) -> int:
+    """The largest grid any of the autotuner's `configs` could launch (it may pick any of them)."""
+    return max(tiles(p, c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) for c in configs)
+
+
+def launch_autotuned(kernel, tuned, p, interpreter_config: dict, **meta):
+    """`tuned` (triton.autotune over `kernel`) with one program per BLOCK_M x BLOCK_N tile of the config it
+    picks.  The interpreter cannot benchmark, so there `kernel` itself runs with `interpreter_config`."""
+    args = gemm_args(p)
+    if interpreting():
+        grid = (tiles(p, interpreter_config["BLOCK_M"], interpreter_config["BLOCK_N"]),)
+        return kernel[grid](**args, **meta, **interpreter_config)
+    grid = lambda cfg: (tiles(p, cfg["BLOCK_M"], cfg["BLOCK_N"]),)
+    return tuned[grid](**args, **meta)
+
+
+def config_variants(configs, **constexprs) -> list[dict]:
+    """Every compile-time variant an autotuned launch may compile: each config's parameters and options, plus
+    the `constexprs` the launcher adds (for the offline precision check in the tests)."""
+    return [dict(c.kwargs, **constexprs, num_warps=c.num_warps, num_stages=c.num_stages) for c in configs]

@@ -11,12 +11,10 @@ Precision:  named, never defaulted.  tl.dot on fp32 inputs would silently use TF
 """
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
-from triton_kernels._common import epilogue, gemm_args, grouped_tile
+from triton_kernels._common import config_variants, epilogue, grouped_tile, launch_autotuned
 
 # Configs from the Triton tutorial's CUDA list (kept small: the sweep autotunes every new shape).
 CONFIGS = [
@@ -59,19 +57,8 @@ def matmul_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 tuned_kernel = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "INPUT_PRECISION"])(matmul_kernel)
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def _launch(p, precision: str):
-    M, N, _ = p.mnk
-    args = gemm_args(p)
-    if _interpreting():
-        cfg = INTERPRETER_CONFIG
-        grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-        return matmul_kernel[grid](**args, INPUT_PRECISION=precision, **cfg)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-    return tuned_kernel[grid](**args, INPUT_PRECISION=precision)
+    return launch_autotuned(matmul_kernel, tuned_kernel, p, INTERPRETER_CONFIG, INPUT_PRECISION=precision)
 
 
 _PRECISION = {"gemm_ieee": "ieee", "gemm_tf32": "tf32", "gemm_tf32x3": "tf32x3"}
@@ -80,8 +67,7 @@ KERNEL = matmul_kernel
 
 def variants(entry: str) -> list[dict]:
     """Every compile-time variant `entry` may launch (for the offline precision check in the tests)."""
-    return [dict(c.kwargs, INPUT_PRECISION=_PRECISION[entry], num_warps=c.num_warps, num_stages=c.num_stages)
-            for c in CONFIGS]
+    return config_variants(CONFIGS, INPUT_PRECISION=_PRECISION[entry])
 
 
 def gemm_ieee(p):

@@ -26,12 +26,11 @@ Compiles to (Triton 3.6, sm_90): with blocked-parent DotOperandLayouts gl.dot_fm
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import as_int64, epilogue_store, tile_indices
+from triton_kernels._common import launch, tiles
+from triton_kernels.gluon._common import smem_dot_fma
 
 TILE = 32
 META = dict(TILE=TILE, num_warps=TILE, num_stages=1)   # 32 warps = 1024 threads, one per output
@@ -47,39 +46,14 @@ def smem_tiling_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     gl.static_assert(gl.num_warps() == TILE, "launch with num_warps == TILE (1024 threads)")
     SMEM: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
 
-    pid = gl.program_id(0)
-    rows, cols = tile_indices(pid, M, N, TILE, TILE, L)
-    in_m = rows < M
-    in_n = cols < N
-    # Thread (ty, tx) loads A[row0 + ty, k0 + tx] and B[k0 + ty, col0 + tx]: both coalesced along lanes.
-    k_col = gl.arange(0, TILE, layout=gl.SliceLayout(0, L))           # k along a row of A's tile
-    k_row = gl.arange(0, TILE, layout=gl.SliceLayout(1, L))           # k along a column of B's tile
-    a_ptrs = A + rows[:, None] * lda + k_col[None, :]
-    b_ptrs = B + k_row.to(gl.int64)[:, None] * ldb + cols[None, :]
-    b_step = as_int64(ldb) * TILE                                  # 64-bit: TILE * ldb may exceed 2**31
-
-    As = gl.allocate_shared_memory(gl.float32, [TILE, TILE], SMEM)
-    Bs = gl.allocate_shared_memory(gl.float32, [TILE, TILE], SMEM)
-    acc = gl.zeros([TILE, TILE], gl.float32, L)
-    for k0 in range(0, K, TILE):
-        k_left = K - k0                                               # columns of this K tile still in range
-        a = gl.load(a_ptrs, mask=in_m[:, None] & (k_col < k_left)[None, :], other=0.0)
-        b = gl.load(b_ptrs, mask=(k_row < k_left)[:, None] & in_n[None, :], other=0.0)
-        As.store(a.to(gl.float32))
-        Bs.store(b.to(gl.float32))
-        gl.thread_barrier()                                           # tiles complete before anyone reads
-        acc = gl.dot_fma(As.load(gl.DotOperandLayout(0, L, 0)), Bs.load(gl.DotOperandLayout(1, L, 0)), acc)
-        gl.thread_barrier()                                           # everyone done before the overwrite
-        a_ptrs += TILE
-        b_ptrs += b_step
-    epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
+    # Thread (ty, tx) loads A[row0 + ty, k0 + tx] and B[k0 + ty, col0 + tx] (L for the loads as well: both
+    # coalesced along lanes), the tiles go to shared memory, a barrier (CUDA's first __syncthreads), gl.dot_fma
+    # out of shared memory, a second barrier before the next K step overwrites the tiles.
+    smem_dot_fma(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C, TILE, TILE, TILE, L, L, L, SMEM, SMEM)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, TILE) * triton.cdiv(N, TILE)
-    check_grid("gluon:03_smem_tiling", programs)
-    return smem_tiling_kernel[(programs,)](**gemm_args(p), **META)
+    return launch("gluon:03_smem_tiling", smem_tiling_kernel, p, tiles(p, TILE, TILE), **META)
 
 
 KERNEL = smem_tiling_kernel

@@ -30,12 +30,10 @@ Gluon against CUDA: BK is 16, not 8 (gl.dot_fma refuses K < 16), so 2 float4 of 
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import as_int64, epilogue_store, tile_origin
+from triton_kernels.gluon._common import launch_tiles, smem_dot_fma
 
 META = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=1)
 
@@ -56,42 +54,13 @@ def vectorized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     SMEM_A: gl.constexpr = gl.SwizzledSharedLayout(vec=4, per_phase=1, max_phase=BK, order=[0, 1])
     SMEM_B: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
 
-    row0, col0 = tile_origin(gl.program_id(0), N, BM, BN)
-    a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LA)).to(gl.int64)
-    a_k = gl.arange(0, BK, layout=gl.SliceLayout(0, LA))
-    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
-    b_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64)
-    a_in_m = (a_rows < M)[:, None]
-    b_in_n = (b_cols < N)[None, :]
-    a_ptrs = A + a_rows[:, None] * lda + a_k[None, :]
-    b_ptrs = B + b_k.to(gl.int64)[:, None] * ldb + b_cols[None, :]
-    b_step = as_int64(ldb) * BK                                    # 64-bit: BK * ldb may exceed 2**31
-
-    As = gl.allocate_shared_memory(gl.float32, [BM, BK], SMEM_A)
-    Bs = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM_B)
-    acc = gl.zeros([BM, BN], gl.float32, L)
-    for k0 in range(0, K, BK):
-        k_left = K - k0
-        a = gl.load(a_ptrs, mask=a_in_m & (a_k < k_left)[None, :], other=0.0)
-        b = gl.load(b_ptrs, mask=(b_k < k_left)[:, None] & b_in_n, other=0.0)
-        As.store(a.to(gl.float32))                                    # transposes: 4-byte stores
-        Bs.store(b.to(gl.float32))                                    # one 16-byte store per float4
-        gl.thread_barrier()
-        acc = gl.dot_fma(As.load(gl.DotOperandLayout(0, L, 0)), Bs.load(gl.DotOperandLayout(1, L, 0)), acc)
-        gl.thread_barrier()
-        a_ptrs += BK
-        b_ptrs += b_step
-
-    rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, L)).to(gl.int64)
-    cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, L)).to(gl.int64)
-    epilogue_store(acc, alpha, beta, C, D, rows, cols, M, N, ldc, ldd, HAS_C)
+    # The K loop of stage 03 with these layouts: the store of A's tile transposes (4-byte stores), B's is one
+    # 16-byte store per float4; gl.dot_fma reads both in L.
+    smem_dot_fma(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C, BM, BN, BK, L, LA, LB, SMEM_A, SMEM_B)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
-    check_grid("gluon:06_vectorized", programs)
-    return vectorized_kernel[(programs,)](**gemm_args(p), **META)
+    return launch_tiles("gluon:06_vectorized", vectorized_kernel, p, META)
 
 
 KERNEL = vectorized_kernel

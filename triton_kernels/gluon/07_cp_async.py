@@ -22,7 +22,7 @@ Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (s
 Alignment:  A moves as 4-byte copies (cp.async cannot transpose a vector), B as 16-byte ones where Triton
             can prove it: base alignment it proves itself, leading dimensions through LD4 (gemm() checks
             ld % 4 == 0, the kernel writes (ld // 4) * 4).  Otherwise 4-byte copies and scalar stores.
-Gluon against CUDA (3.6): A^T's swizzle is a SharedLinearLayout (_a_smem_layout), because an XOR
+Gluon against CUDA (3.6): A^T's swizzle is a SharedLinearLayout (_common.a_t_smem_layout), because an XOR
             SwizzledSharedLayout cannot be read one k row at a time and PaddedSharedLayout does not lower.
             The ring is two allocations (even and odd k-tiles): with one, Triton's barrier analysis cannot
             tell the slot being filled from the slot being read and adds a second bar.sync.  M, N and K are
@@ -31,50 +31,18 @@ Gluon against CUDA (3.6): A^T's swizzle is a SharedLinearLayout (_a_smem_layout)
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import epilogue, epilogue_store, split_cols, split_rows, store_part, tile_origin
+from triton_kernels.gluon._common import (a_t_smem_layout, as_multiple, copy_indices_a_t, issue_tile_a_t,
+                                          launch_tiles, pitches_divisible, rank1_updates, store_pieces, tile_origin,
+                                          transposed_layout)
 
 META = dict(BM=128, BN=128, BK=8, STAGES=4, LD4=True, num_warps=8, num_stages=1)
 # ptxas register cap, passed at launch: 2 programs of 256 threads per SM, as the CUDA stage's
 # __launch_bounds__(256, 2).  Kept out of META, whose non-option keys the offline tests pass as constexprs.
 OPTIONS = dict(maxnreg=128)
-
-
-@gluon.constexpr_function
-def _a_smem_layout(BK, BM):
-    """A^T tile [BK, BM] in shared memory.  Offset bit i holds the (k, m) in bases[i]: m0, m1, then k0-2
-    XOR m2-4, then m2-4 (which also flip k0-2: the XOR), the rest of m, the rest of k."""
-    bases = [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [1, 4], [2, 8], [4, 16]]
-    bases += [[0, 1 << b] for b in range(5, BM.bit_length() - 1)]
-    bases += [[1 << b, 0] for b in range(3, BK.bit_length() - 1)]
-    return gl.SharedLinearLayout(bases)
-
-
-@gluon.constexpr_function
-def _transposed(layout):
-    """The BlockedLayout of the transposed tile: loading [1, BM] in it and permuting gives [BM, 1] in layout."""
-    return gl.BlockedLayout(layout.size_per_thread[::-1], layout.threads_per_warp[::-1],
-                            layout.warps_per_cta[::-1], [1 - o for o in layout.order])
-
-
-@gluon.jit
-def _issue_tile(As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, kt, full_n,
-                BK: gl.constexpr):
-    """cp.async of k-tile kt into ring slots As, Bs; everything outside A or B arrives as zeros."""
-    k0 = kt * BK
-    k_left = K - k0
-    cp.async_copy_global_to_shared(As, A + a_rows[None, :] * lda + (k0 + a_k)[:, None],
-                                   mask=a_in_m & (a_k < k_left)[:, None])
-    b_ptrs = B + (k0 + b_k).to(gl.int64)[:, None] * ldb + b_cols[None, :]
-    if full_n:   # mask constant along a row: 16-byte copies
-        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=(b_k < k_left)[:, None])
-    else:        # the tile crosses N: per-column masks, 4-byte copies
-        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=(b_k < k_left)[:, None] & b_in_n)
 
 
 @gluon.jit
@@ -89,20 +57,11 @@ def _step(acc, kt, k_tiles, A_read, B_read, A_fill, B_fill, A, a_rows, a_k, a_in
     gl.thread_barrier()
     nxt = kt + STAGES - 1
     if nxt < k_tiles:
-        _issue_tile(A_fill.index((nxt // 2) % HALF), B_fill.index((nxt // 2) % HALF), A, a_rows, a_k, a_in_m,
-                    B, b_k, b_cols, b_in_n, lda, ldb, K, nxt, full_n, BK)
+        issue_tile_a_t(A_fill.index((nxt // 2) % HALF), B_fill.index((nxt // 2) % HALF), A, a_rows, a_k,
+                       a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, nxt, full_n, BK)
     cp.commit_group()
-
-    a_tile = A_read.index((kt // 2) % HALF)
-    b_tile = B_read.index((kt // 2) % HALF)
-    for k in gl.static_range(BK):
-        # Row k of A^T as [BM, 1] and row k of B as [1, BN], each thread's 8 values (2 LDS.128 each); the
-        # broadcast is free (same layout), and gl.fma is 64 fma.rn.f32.
-        a = gl.convert_layout(gl.permute(a_tile.slice(k, 1).load(LT), [1, 0]), L, assert_trivial=True)
-        b = b_tile.slice(k, 1).load(L)
-        a, b = gl.broadcast(a, b)
-        acc = gl.fma(a, b, acc)
-    return acc
+    # Per k, row k of A^T and row k of B: each thread's 8 values (2 LDS.128 each), 64 fma.rn.f32.
+    return rank1_updates(acc, A_read.index((kt // 2) % HALF), B_read.index((kt // 2) % HALF), L, LT, BK)
 
 
 # M, N, K are never specialised to constants (see the docstring: a constant-false branch around an
@@ -118,26 +77,19 @@ def cp_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     # The register tile: thread (tr, tc) = (tid // 16, tid % 16) holds rows tr*4 + {0..3} + {0, 64} and
     # columns tc*4 + {0..3} + {0, 64} (the layout covers 64x64 and wraps twice each way).
     L: gl.constexpr = gl.BlockedLayout([4, 4], [2, 16], [8, 1], [1, 0])
-    LT: gl.constexpr = _transposed(L)
+    LT: gl.constexpr = transposed_layout(L)
     # Copy layouts.  A, as the transposed pointer tile [BK, BM]: lanes walk 8 k (contiguous in A) x 4 rows,
     # warps the next rows: 4 single-float copies per thread.  B [BK, BN]: a 16-byte chunk per thread.
     LA: gl.constexpr = gl.BlockedLayout([1, 1], [8, 4], [1, NW], [0, 1])
     LB: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [NW, 1], [1, 0])
-    SA: gl.constexpr = _a_smem_layout(BK, BM)
+    SA: gl.constexpr = a_t_smem_layout(BK, BM)
     SB: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])   # Bs[k][n]
 
     if LD4:   # the launcher checked ld % 4 == 0; written so Triton can see it (16-byte vectors)
-        ldb = (ldb // 4).to(gl.int64) * 4
-        ldc = (ldc // 4).to(gl.int64) * 4
-        ldd = (ldd // 4).to(gl.int64) * 4
+        ldb, ldc, ldd = as_multiple(ldb, 4), as_multiple(ldc, 4), as_multiple(ldd, 4)
     row0, col0 = tile_origin(gl.program_id(0), N, BM, BN)
     full_n = col0 + BN <= N
-    a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)).to(gl.int64)
-    a_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
-    a_in_m = (a_rows < M)[None, :]
-    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
-    b_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64)
-    b_in_n = (b_cols < N)[None, :]
+    a_rows, a_k, a_in_m, b_k, b_cols, b_in_n = copy_indices_a_t(row0, col0, M, N, BM, BN, BK, LA, LB)
 
     # The ring, as two allocations: even k-tiles live in set 0, odd ones in set 1, STAGES // 2 slots each
     # (tile t in slot (t // 2) % (STAGES // 2) of set t % 2).  Why two: see the module docstring.
@@ -153,11 +105,11 @@ def cp_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     for t in gl.static_range(STAGES - 1):
         if t < k_tiles:
             if t % 2 == 0:
-                _issue_tile(As0.index(t // 2), Bs0.index(t // 2), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
-                            b_in_n, lda, ldb, K, t, full_n, BK)
+                issue_tile_a_t(As0.index(t // 2), Bs0.index(t // 2), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
+                               b_in_n, lda, ldb, K, t, full_n, BK)
             else:
-                _issue_tile(As1.index(t // 2), Bs1.index(t // 2), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
-                            b_in_n, lda, ldb, K, t, full_n, BK)
+                issue_tile_a_t(As1.index(t // 2), Bs1.index(t // 2), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
+                               b_in_n, lda, ldb, K, t, full_n, BK)
         cp.commit_group()
 
     acc = gl.zeros([BM, BN], gl.float32, L)
@@ -172,22 +124,12 @@ def cp_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
     # Epilogue in four 64x64 quarters (the layout's wraps, so the split moves no data): with beta != 0 a
     # thread holds 16 values of C at a time, not 64.
-    top, bottom = split_rows(acc)
-    q00, q01 = split_cols(top)
-    q10, q11 = split_cols(bottom)
-    store_part(q00, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-    store_part(q01, alpha, beta, C, D, row0, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
-    store_part(q10, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
-    store_part(q11, alpha, beta, C, D, row0 + BM // 2, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+    store_pieces(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, 2, True)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
-    check_grid("gluon:07_cp_async", programs)
-    args = gemm_args(p)
-    ld4 = all(args[ld] % 4 == 0 for ld in ("ldb", "ldc", "ldd"))
-    return cp_async_kernel[(programs,)](**args, **{**META, "LD4": ld4}, **OPTIONS)
+    ld4 = pitches_divisible(p, 4, ("ldb", "ldc", "ldd"))
+    return launch_tiles("gluon:07_cp_async", cp_async_kernel, p, {**META, "LD4": ld4}, **OPTIONS)
 
 
 KERNEL = cp_async_kernel

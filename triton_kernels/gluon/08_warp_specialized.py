@@ -30,33 +30,17 @@ Gluon 3.6 against CUDA: an mbarrier.arrive in a partition is one thread's, after
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import epilogue, epilogue_store, split_cols, split_rows, store_part, tile_origin
+from triton_kernels.gluon._common import (a_t_smem_layout, as_multiple, copy_indices_a_t, launch_tiles,
+                                          pitches_divisible, rank1_updates, store_pieces, tile_origin,
+                                          transposed_layout)
 
 META = dict(BM=128, BN=128, BK=8, STAGES=4, PRODUCER_WARPS=4, PRODUCER_REGS=80, LD4=True,
             num_warps=8, num_stages=1)
-
-
-@gluon.constexpr_function
-def _a_smem_layout(BK, BM):
-    """A^T tile [BK, BM] in shared memory (stage 07): offset bits 0-1 = m0-1, bits 2-4 = k0-2 XOR m2-4."""
-    bases = [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [1, 4], [2, 8], [4, 16]]
-    bases += [[0, 1 << b] for b in range(5, BM.bit_length() - 1)]
-    bases += [[1 << b, 0] for b in range(3, BK.bit_length() - 1)]
-    return gl.SharedLinearLayout(bases)
-
-
-@gluon.constexpr_function
-def _transposed(layout):
-    """The BlockedLayout of the transposed tile: loading [1, BM] in it and permuting gives [BM, 1] in layout."""
-    return gl.BlockedLayout(layout.size_per_thread[::-1], layout.threads_per_warp[::-1],
-                            layout.warps_per_cta[::-1], [1 - o for o in layout.order])
 
 
 @gluon.jit
@@ -69,14 +53,9 @@ def _producer(A, B, M, N, K, lda, ldb, row0, col0, As, Bs, full, empty,
     LA: gl.constexpr = gl.BlockedLayout([1, 1], [8, 4], [1, PW], [0, 1])
     LB: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [PW, 1], [1, 0])
     if LD4:
-        ldb = (ldb // 4).to(gl.int64) * 4
+        ldb = as_multiple(ldb, 4)
     full_n = col0 + BN <= N
-    a_rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)).to(gl.int64)
-    a_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
-    a_in_m = (a_rows < M)[None, :]
-    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
-    b_cols = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64)
-    b_in_n = (b_cols < N)[None, :]
+    a_rows, a_k, a_in_m, b_k, b_cols, b_in_n = copy_indices_a_t(row0, col0, M, N, BM, BN, BK, LA, LB)
     for kt in range(gl.cdiv(K, BK)):
         s = kt % STAGES
         # Slot s is free once the consumers released its previous tile (round kt // STAGES - 1).  A fresh
@@ -103,18 +82,12 @@ def _consumer(K, As, Bs, full, empty, BM: gl.constexpr, BN: gl.constexpr, BK: gl
     # The register tile of stage 07: thread (tid // 16, tid % 16) holds rows tr*4 + {0..3} + {0, 64} and
     # columns tc*4 + {0..3} + {0, 64}.
     L: gl.constexpr = gl.BlockedLayout([4, 4], [2, 16], [gl.num_warps(), 1], [1, 0])
-    LT: gl.constexpr = _transposed(L)
+    LT: gl.constexpr = transposed_layout(L)
     acc = gl.zeros([BM, BN], gl.float32, L)
     for kt in range(gl.cdiv(K, BK)):
         s = kt % STAGES
         mbarrier.wait(full.index(s), (kt // STAGES) & 1)   # the copies of tile kt have landed
-        a_tile = As.index(s)
-        b_tile = Bs.index(s)
-        for k in gl.static_range(BK):
-            a = gl.convert_layout(gl.permute(a_tile.slice(k, 1).load(LT), [1, 0]), L, assert_trivial=True)
-            b = b_tile.slice(k, 1).load(L)
-            a, b = gl.broadcast(a, b)
-            acc = gl.fma(a, b, acc)
+        acc = rank1_updates(acc, As.index(s), Bs.index(s), L, LT, BK)
         # Release the slot.  Gluon lowers this to a bar.sync of the 256 consumer threads followed by one
         # thread's mbarrier.arrive, so every consumer has finished reading slot s when it fires.
         mbarrier.arrive(empty.index(s))
@@ -130,7 +103,7 @@ def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta
                             LD4: gl.constexpr):
     gl.static_assert(BM == 128 and BN == 128 and gl.num_warps() == 8, "stage 07's block: 128x128, 8 warps")
     gl.static_assert(BK == 8 and STAGES >= 2, "8 k per tile (one warp's A copies span 8 k)")
-    SA: gl.constexpr = _a_smem_layout(BK, BM)
+    SA: gl.constexpr = a_t_smem_layout(BK, BM)
     SB: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])   # Bs[k][n]
     row0, col0 = tile_origin(gl.program_id(0), N, BM, BN)
 
@@ -151,25 +124,14 @@ def warp_specialized_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta
     # Epilogue (the default partition's 8 warps), as stage 07: four 64x64 quarters along the layout's
     # wraps, 16 values of C per thread live at a time.
     if LD4:
-        ldc = (ldc // 4).to(gl.int64) * 4
-        ldd = (ldd // 4).to(gl.int64) * 4
+        ldc, ldd = as_multiple(ldc, 4), as_multiple(ldd, 4)
     full_n = col0 + BN <= N
-    top, bottom = split_rows(acc)
-    q00, q01 = split_cols(top)
-    q10, q11 = split_cols(bottom)
-    store_part(q00, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-    store_part(q01, alpha, beta, C, D, row0, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
-    store_part(q10, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
-    store_part(q11, alpha, beta, C, D, row0 + BM // 2, col0 + BN // 2, M, N, ldc, ldd, full_n, HAS_C)
+    store_pieces(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, 2, True)
 
 
 def gemm(p):
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
-    check_grid("gluon:08_warp_specialized", programs)
-    args = gemm_args(p)
-    ld4 = all(args[ld] % 4 == 0 for ld in ("ldb", "ldc", "ldd"))
-    return warp_specialized_kernel[(programs,)](**args, **{**META, "LD4": ld4})
+    ld4 = pitches_divisible(p, 4, ("ldb", "ldc", "ldd"))
+    return launch_tiles("gluon:08_warp_specialized", warp_specialized_kernel, p, {**META, "LD4": ld4})
 
 
 KERNEL = warp_specialized_kernel

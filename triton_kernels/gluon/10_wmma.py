@@ -29,12 +29,11 @@ Gluon against CUDA: no uint8 (Triton: "only int8 supported!"); fp64 and f16 -> f
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
-from triton_kernels._common import check_grid
+from triton_kernels._common import check_grid, tiles
 from triton_kernels.gluon._common import as_int64, epilogue_store, grouped_tile
 
 # 64x64 tiles for 4 warps (2 x 2, 32x32 of D each), as the CUDA stage's 128-thread 64x64 blocks; BK 32 is
@@ -142,7 +141,7 @@ def variants(entry: str = "gemm") -> list[dict]:
 
 def gemm(p):
     M, N, K = p.mnk
-    programs = triton.cdiv(M, META["BM"]) * triton.cdiv(N, META["BN"])
+    programs = tiles(p, META["BM"], META["BN"])
     check_grid("gluon:10_wmma", programs)
     c = p.c if p.c is not None else p.out   # a placeholder pointer; HAS_C=False means it is never read
     alpha, beta = p.alpha, p.beta

@@ -32,95 +32,14 @@ Gluon against CUDA (3.6): no WMMA (mma_v2; its shared -> fragment loads are alre
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
-from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import grouped_tile, split_cols, split_rows, store_part
+from triton_kernels.gluon._common import (as_multiple, fill_indices, fill_tile, grouped_tile, launch_tiles,
+                                          partial_tile_mma, ring_k_tiles, rows_aligned_16, store_pieces, tile_mma)
 
 META = dict(BM=128, BN=128, BK=32, WM=8, WN=1, STAGES=4, GROUP_M=8, ALIGNED=True, num_warps=8, num_stages=1)
-
-
-@gluon.constexpr_function
-def _copy_layout(cols, num_warps):
-    """[rows, cols] 2-byte tile in 16-byte chunks: a warp's lanes cover whole rows, chunks along a row first."""
-    chunks = cols // 8
-    tpw_c = min(32, chunks)
-    return gl.BlockedLayout([1, 8], [32 // tpw_c, tpw_c], [num_warps, 1], [1, 0])
-
-
-@gluon.jit
-def _fill(As, Bs, A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, t,
-          BK: gl.constexpr, ALIGNED: gl.constexpr):
-    """k-tile t of A and B into ring slot As, Bs; everything outside A and B arrives as zeros."""
-    k0 = t * BK
-    a_ptrs = A + a_rows * lda + (k0 + a_k)
-    b_ptrs = B + (k0 + b_k).to(gl.int64) * ldb + b_cols
-    if ALIGNED:
-        # A full k-tile (the ring never holds the partial one).  Masks constant over each 16-byte chunk.
-        cp.async_copy_global_to_shared(As, a_ptrs, mask=a_in_m)
-        cp.async_copy_global_to_shared(Bs, b_ptrs, mask=b_in_n8)
-    else:
-        # Operands or pitches not 16-byte aligned: cp.async copies 4, 8 or 16 bytes only.
-        _fill_elementwise(As, Bs, a_ptrs, b_ptrs, a_in_m, a_k, b_k, b_in_n, K - k0)
-
-
-@gluon.jit
-def _fill_elementwise(As, Bs, a_ptrs, b_ptrs, a_in_m, a_k, b_k, b_in_n, k_left):
-    """Masked element-wise loads through registers, stored to the slot (visible after the next barrier)."""
-    As.store(gl.load(a_ptrs, mask=a_in_m & (a_k < k_left), other=0.0))
-    Bs.store(gl.load(b_ptrs, mask=(b_k < k_left) & b_in_n, other=0.0))
-
-
-@gluon.jit
-def _tile_mma(acc, a_tile, b_tile, OPA: gl.constexpr, OPB: gl.constexpr, BK: gl.constexpr):
-    """acc += a_tile @ b_tile, one k16 slice at a time: fragments by ldmatrix, products by mma.sync."""
-    for j in gl.static_range(BK // 16):
-        a = a_tile.slice(j * 16, 16, dim=1).load(OPA)
-        b = b_tile.slice(j * 16, 16, dim=0).load(OPB)
-        acc = mma_v2(a, b, acc)
-    return acc
-
-
-@gluon.jit
-def _store_rows(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr,
-                COL_SPLIT: gl.constexpr):
-    if COL_SPLIT:
-        left, right = split_cols(x)
-        store_part(left, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-        store_part(right, alpha, beta, C, D, row0, col0 + x.shape[1] // 2, M, N, ldc, ldd, full_n, HAS_C)
-    else:
-        store_part(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-
-
-@gluon.jit
-def _epilogue(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, HAS_C: gl.constexpr, WM: gl.constexpr,
-              WN: gl.constexpr):
-    """D = alpha * acc + beta * C in pieces along the mma layout's register repeats (no data moves): with
-    beta != 0 a lane holds only a piece of its C values at a time."""
-    BM: gl.constexpr = acc.shape[0]
-    BN: gl.constexpr = acc.shape[1]
-    full_n = col0 + BN <= N
-    ROW_REPS: gl.constexpr = BM // (16 * WM)
-    COL_SPLIT: gl.constexpr = BN // (8 * WN) >= 2
-    if ROW_REPS >= 4:
-        top, bottom = split_rows(acc)
-        q0, q1 = split_rows(top)
-        q2, q3 = split_rows(bottom)
-        Q: gl.constexpr = BM // 4
-        _store_rows(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
-        _store_rows(q1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
-        _store_rows(q2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
-        _store_rows(q3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
-    elif ROW_REPS >= 2:
-        top, bottom = split_rows(acc)
-        _store_rows(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
-        _store_rows(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
-    else:
-        _store_rows(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT)
 
 
 # M, N, K are never specialised to constants: with K = 1 or N = 1 a branch around an async copy would fold
@@ -130,44 +49,29 @@ def wmma_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                       HAS_C: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
                       WM: gl.constexpr, WN: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                       ALIGNED: gl.constexpr):
-    NW: gl.constexpr = gl.num_warps()
-    gl.static_assert(NW == WM * WN, "launch with num_warps = WM * WN")
+    gl.static_assert(gl.num_warps() == WM * WN, "launch with num_warps = WM * WN")
     gl.static_assert(BK % 16 == 0 and STAGES >= 2, "whole k16 slices, a ring of 2 or more")
     if ALIGNED:   # the launcher checked ld % 8 == 0 (16-byte rows); written so that Triton can see it
-        lda = (lda // 8).to(gl.int64) * 8
-        ldb = (ldb // 8).to(gl.int64) * 8
-        ldc = (ldc // 8).to(gl.int64) * 8
-        ldd = (ldd // 8).to(gl.int64) * 8
+        lda, ldb, ldc, ldd = as_multiple(lda, 8), as_multiple(ldb, 8), as_multiple(ldc, 8), as_multiple(ldd, 8)
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[WM, WN], instr_shape=[16, 8])
     OPA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     OPB: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
-    LA: gl.constexpr = _copy_layout(BK, NW)
-    LB: gl.constexpr = _copy_layout(BN, NW)
     SMEM: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
 
     row0, col0 = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
-    a_rows = (row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LA)).to(gl.int64))[:, None]
-    a_k = gl.arange(0, BK, layout=gl.SliceLayout(0, LA))[None, :]
-    a_in_m = a_rows < M
-    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))[:, None]
-    b_cols = (col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64))[None, :]
-    b_in_n = b_cols < N
-    b_in_n8 = b_cols < (N + 7) // 8 * 8
+    a_rows, a_k, a_in_m, b_k, b_cols, b_in_n, b_in_n8 = fill_indices(row0, col0, M, N, BM, BN, BK)
 
     As = gl.allocate_shared_memory(A.dtype.element_ty, [STAGES, BM, BK], SMEM)
     Bs = gl.allocate_shared_memory(B.dtype.element_ty, [STAGES, BK, BN], SMEM)
     # ALIGNED: the ring carries the full k-tiles only; the partial one is done after the loop.
-    if ALIGNED:
-        k_tiles = K // BK
-    else:
-        k_tiles = gl.cdiv(K, BK)
+    k_tiles = ring_k_tiles(K, BK, ALIGNED)
 
     # Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits one group, empty or not, so tile t is
     # always group t and "at most STAGES-2 groups pending" means the tile about to be used has landed.
     for t in gl.static_range(STAGES - 1):
         if t < k_tiles:
-            _fill(As.index(t), Bs.index(t), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8, b_in_n, lda, ldb,
-                  K, t, BK, ALIGNED)
+            fill_tile(As.index(t), Bs.index(t), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8, b_in_n, lda,
+                      ldb, K, t, BK, ALIGNED)
         cp.commit_group()
 
     acc = gl.zeros([BM, BN], gl.float32, MMA)
@@ -177,37 +81,26 @@ def wmma_async_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         gl.thread_barrier()
         nxt = kt + STAGES - 1
         if nxt < k_tiles:
-            _fill(As.index(nxt % STAGES), Bs.index(nxt % STAGES), A, B, a_rows, a_k, a_in_m, b_k, b_cols,
-                  b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
+            fill_tile(As.index(nxt % STAGES), Bs.index(nxt % STAGES), A, B, a_rows, a_k, a_in_m, b_k, b_cols,
+                      b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
         cp.commit_group()
-        acc = _tile_mma(acc, As.index(kt % STAGES), Bs.index(kt % STAGES), OPA, OPB, BK)
+        acc = tile_mma(acc, As.index(kt % STAGES), Bs.index(kt % STAGES), OPA, OPB, BK)
     cp.wait_group(0)   # only empty groups remain, but no copy may outlive the program's shared memory
-    if ALIGNED:
-        if K % BK != 0:
-            # The partial k-tile, element-wise into slot 0 once every warp is done with the ring.
-            gl.thread_barrier()
-            k0 = k_tiles * BK
-            _fill_elementwise(As.index(0), Bs.index(0), A + a_rows * lda + (k0 + a_k),
-                              B + (k0 + b_k).to(gl.int64) * ldb + b_cols, a_in_m, a_k, b_k, b_in_n, K - k0)
-            gl.thread_barrier()
-            acc = _tile_mma(acc, As.index(0), Bs.index(0), OPA, OPB, BK)
+    if ALIGNED:   # the partial k-tile, element-wise
+        acc = partial_tile_mma(acc, As, Bs, A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n, lda, ldb, K, k_tiles,
+                               OPA, OPB, BK)
 
-    _epilogue(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, HAS_C, WM, WN)
+    # Epilogue in pieces along the mma layout's register repeats (no data moves): with beta != 0 a lane
+    # holds only a piece of its C values at a time.
+    full_n = col0 + BN <= N
+    store_pieces(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, BM // (16 * WM),
+                 BN // (8 * WN) >= 2)
 
 
 def launch(p, meta: dict | None = None, name: str = "gluon:11_wmma_async"):
     """Run the kernel with launch parameters `meta` (default META; stage 12 passes its own); ALIGNED is
     decided here."""
-    meta = meta or META
-    M, N, _ = p.mnk
-    programs = triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"])
-    check_grid(name, programs)
-    args = gemm_args(p)
-    # 16-byte cp.async needs every row of A and B to start 16-byte aligned; C and D's pitches join the
-    # proof so that one flag covers it (an unaligned C or D takes the element-wise path too).
-    aligned = (p.a.data_ptr() % 16 == 0 and p.b.data_ptr() % 16 == 0
-               and all(args[ld] % 8 == 0 for ld in ("lda", "ldb", "ldc", "ldd")))
-    return wmma_async_kernel[(programs,)](**args, **{**meta, "ALIGNED": aligned})
+    return launch_tiles(name, wmma_async_kernel, p, {**(meta or META), "ALIGNED": rows_aligned_16(p)})
 
 
 def gemm(p):

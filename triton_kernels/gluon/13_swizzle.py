@@ -33,24 +33,17 @@ Gluon against CUDA: the swizzle is a layout attribute, not index arithmetic (SME
 """
 from __future__ import annotations
 
-import importlib
-
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import grouped_tile, split_cols, split_rows, store_part
-
-# The copies are stage 11's: the same 16-byte cp.async chunks (masks constant over a chunk: rows of A, and B's
-# columns up to N rounded up to 8, whose values past N only reach columns of D that are never stored), and
-# the element-wise copy of the partial k-tile.  Module names that start with a digit need importlib.
-_stage11 = importlib.import_module("triton_kernels.gluon.11_wmma_async")
-_copy_layout = _stage11._copy_layout
-_fill = _stage11._fill
-_fill_elementwise = _stage11._fill_elementwise
+# The copies are stage 11's (gluon/_common.py): the same 16-byte cp.async chunks (masks constant over a chunk:
+# rows of A, and B's columns up to N rounded up to 8, whose values past N only reach columns of D that are
+# never stored), and the element-wise copy of the partial k-tile.
+from triton_kernels.gluon._common import (as_multiple, assert_conflict_free, copy_layout, fill_indices, fill_tile,
+                                          grouped_tile, launch_tiles, partial_tile_mma, ring_k_tiles, rows_aligned_16,
+                                          store_pieces)
 
 META = dict(BM=128, BN=256, BK=64, WM=2, WN=4, STAGES=4, GROUP_M=8, SMEM_SWIZZLE=True, PIPE=True,
             EPI_SMEM=True, ALIGNED=True, num_warps=8, num_stages=1)
@@ -84,8 +77,8 @@ def _step(acc, kt, k_tiles, A_read, B_read, A_fill, B_fill, A, B, a_rows, a_k, a
     b = b_tile.slice(0, 16, dim=0).load(OPB)
     nxt = kt + STAGES - 1
     if nxt < k_tiles:
-        _fill(A_fill.index((nxt // 2) % HALF), B_fill.index((nxt // 2) % HALF), A, B, a_rows, a_k, a_in_m,
-              b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
+        fill_tile(A_fill.index((nxt // 2) % HALF), B_fill.index((nxt // 2) % HALF), A, B, a_rows, a_k, a_in_m,
+                  b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
     cp.commit_group()
     acc = mma_v2(a, b, acc)
     for j in gl.static_range(1, BK // 16):
@@ -119,8 +112,8 @@ def _tile(acc, a, b, kt, k_tiles, A_read, B_read, A_fill, B_fill, A, B, a_rows, 
     gl.thread_barrier()
     nxt = kt + STAGES
     if nxt < k_tiles:
-        _fill(A_read.index((nxt // 2) % HALF), B_read.index((nxt // 2) % HALF), A, B, a_rows, a_k, a_in_m,
-              b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
+        fill_tile(A_read.index((nxt // 2) % HALF), B_read.index((nxt // 2) % HALF), A, B, a_rows, a_k, a_in_m,
+                  b_k, b_cols, b_in_n8, b_in_n, lda, ldb, K, nxt, BK, ALIGNED)
     cp.commit_group()
     # Tile kt + 1's first slice after the copy issue (whose addresses would otherwise compete with two
     # slices of fragments for registers); its latency hides behind the last slice's mma.sync.
@@ -143,39 +136,22 @@ def swizzle_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     gl.static_assert(STAGES >= 2 and STAGES % 2 == 0, "the ring is two sets of STAGES // 2 slots")
     gl.static_assert(BK % 16 == 0, "whole k16 slices")
     if ALIGNED:   # the launcher checked ld % 8 == 0 (16-byte rows); written so that Triton can see it
-        lda = (lda // 8).to(gl.int64) * 8
-        ldb = (ldb // 8).to(gl.int64) * 8
-        ldc = (ldc // 8).to(gl.int64) * 8
-        ldd = (ldd // 8).to(gl.int64) * 8
+        lda, ldb, ldc, ldd = as_multiple(lda, 8), as_multiple(ldb, 8), as_multiple(ldc, 8), as_multiple(ldd, 8)
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[WM, WN], instr_shape=[16, 8])
     OPA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     OPB: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
-    LA: gl.constexpr = _copy_layout(BK, NW)
-    LB: gl.constexpr = _copy_layout(BN, NW)
+    LA: gl.constexpr = copy_layout(BK, NW)
+    LB: gl.constexpr = copy_layout(BN, NW)
     SA: gl.constexpr = _smem_layout(SMEM_SWIZZLE, BK * 2)
     SB: gl.constexpr = _smem_layout(SMEM_SWIZZLE, BN * 2)
     if SMEM_SWIZZLE:
-        gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float16, [BM, BK], OPA),
-                                           gl.shared_memory_descriptor_type(gl.float16, [BM, BK], SA, [BM, BK])) == 0,
-                         "A fragment loads must be free of bank conflicts")
-        gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float16, [BK, BN], OPB),
-                                           gl.shared_memory_descriptor_type(gl.float16, [BK, BN], SB, [BK, BN])) == 0,
-                         "B fragment loads must be free of bank conflicts")
-        gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float16, [BM, BK], LA),
-                                           gl.shared_memory_descriptor_type(gl.float16, [BM, BK], SA, [BM, BK])) == 0,
-                         "A copies must be free of bank conflicts")
-        gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float16, [BK, BN], LB),
-                                           gl.shared_memory_descriptor_type(gl.float16, [BK, BN], SB, [BK, BN])) == 0,
-                         "B copies must be free of bank conflicts")
+        assert_conflict_free(gl.float16, BM, BK, OPA, SA, "A fragment loads")
+        assert_conflict_free(gl.float16, BK, BN, OPB, SB, "B fragment loads")
+        assert_conflict_free(gl.float16, BM, BK, LA, SA, "A copies")
+        assert_conflict_free(gl.float16, BK, BN, LB, SB, "B copies")
 
     row0, col0 = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
-    a_rows = (row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LA)).to(gl.int64))[:, None]
-    a_k = gl.arange(0, BK, layout=gl.SliceLayout(0, LA))[None, :]
-    a_in_m = a_rows < M
-    b_k = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))[:, None]
-    b_cols = (col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)).to(gl.int64))[None, :]
-    b_in_n = b_cols < N
-    b_in_n8 = b_cols < (N + 7) // 8 * 8
+    a_rows, a_k, a_in_m, b_k, b_cols, b_in_n, b_in_n8 = fill_indices(row0, col0, M, N, BM, BN, BK)
 
     # The ring as two allocations: even k-tiles in set 0, odd in set 1, STAGES // 2 slots each (tile t in
     # slot (t // 2) % (STAGES // 2) of set t % 2).  A step reads one set and fills the other, so Triton's
@@ -187,21 +163,18 @@ def swizzle_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     B1 = gl.allocate_shared_memory(B.dtype.element_ty, [HALF, BK, BN], SB)
     # ALIGNED: the ring carries the full k-tiles only, the partial one (what lies past K in its last
     # 16-byte chunks may be NaN) is done after the loop; otherwise every tile goes element-wise.
-    if ALIGNED:
-        k_tiles = K // BK
-    else:
-        k_tiles = gl.cdiv(K, BK)
+    k_tiles = ring_k_tiles(K, BK, ALIGNED)
 
     # Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits one group, empty or not, so tile t is
     # always group t and "at most STAGES-2 groups pending" means the tile about to be used has landed.
     for t in gl.static_range(STAGES - 1):
         if t < k_tiles:
             if t % 2 == 0:
-                _fill(A0.index(t // 2), B0.index(t // 2), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8,
-                      b_in_n, lda, ldb, K, t, BK, ALIGNED)
+                fill_tile(A0.index(t // 2), B0.index(t // 2), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8,
+                          b_in_n, lda, ldb, K, t, BK, ALIGNED)
             else:
-                _fill(A1.index(t // 2), B1.index(t // 2), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8,
-                      b_in_n, lda, ldb, K, t, BK, ALIGNED)
+                fill_tile(A1.index(t // 2), B1.index(t // 2), A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n8,
+                          b_in_n, lda, ldb, K, t, BK, ALIGNED)
         cp.commit_group()
 
     acc = gl.zeros([BM, BN], gl.float32, MMA)
@@ -210,8 +183,8 @@ def swizzle_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         gl.thread_barrier()
         if STAGES - 1 < k_tiles:
             T: gl.constexpr = STAGES - 1
-            _fill(A1.index((T // 2) % HALF), B1.index((T // 2) % HALF), A, B, a_rows, a_k, a_in_m, b_k, b_cols,
-                  b_in_n8, b_in_n, lda, ldb, K, T, BK, ALIGNED)
+            fill_tile(A1.index((T // 2) % HALF), B1.index((T // 2) % HALF), A, B, a_rows, a_k, a_in_m, b_k, b_cols,
+                      b_in_n8, b_in_n, lda, ldb, K, T, BK, ALIGNED)
         cp.commit_group()
         a = A0.index(0).slice(0, 16, dim=1).load(OPA)
         b = B0.index(0).slice(0, 16, dim=0).load(OPB)
@@ -233,75 +206,28 @@ def swizzle_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                 acc = _step(acc, kt + 1, k_tiles, A1, B1, A0, B0, A, B, a_rows, a_k, a_in_m, b_k, b_cols,
                             b_in_n8, b_in_n, lda, ldb, K, OPA, OPB, BK, STAGES, ALIGNED)
     cp.wait_group(0)   # only empty groups remain, but no copy may outlive the program's shared memory
-    if ALIGNED:
-        if K % BK != 0:
-            # The partial k-tile, element-wise into slot 0 once every warp is done with the ring.
-            gl.thread_barrier()
-            k0 = k_tiles * BK
-            _fill_elementwise(A0.index(0), B0.index(0), A + a_rows * lda + (k0 + a_k),
-                              B + (k0 + b_k).to(gl.int64) * ldb + b_cols, a_in_m, a_k, b_k, b_in_n, K - k0)
-            gl.thread_barrier()
-            for j in gl.static_range(BK // 16):
-                a = A0.index(0).slice(j * 16, 16, dim=1).load(OPA)
-                b = B0.index(0).slice(j * 16, 16, dim=0).load(OPB)
-                acc = mma_v2(a, b, acc)
+    if ALIGNED:   # the partial k-tile, element-wise into slot 0 of set 0
+        acc = partial_tile_mma(acc, A0, B0, A, B, a_rows, a_k, a_in_m, b_k, b_cols, b_in_n, lda, ldb, K, k_tiles,
+                               OPA, OPB, BK)
 
     # Epilogue in pieces along the mma layout's register repeats (no data moves): row quarters, each cut
     # in column halves when a lane's columns repeat, so that with beta != 0 a lane holds an eighth of its
-    # C values at a time (a quarter left ptxas 6 registers short).
+    # C values at a time (a quarter left ptxas 6 registers short).  EPI_SMEM: each piece is first moved
+    # through shared memory into rows of 8 consecutive elements per lane (copy_layout; a fragment holds 2),
+    # so that C loads and D stores become 16-byte vectors.
     full_n = col0 + BN <= N
     ROW_REPS: gl.constexpr = BM // (16 * WM)
     COL_SPLIT: gl.constexpr = BN // (8 * WN) >= 2
     gl.static_assert(ROW_REPS >= 4, "row quarters are register repeats")
-    top, bottom = split_rows(acc)
-    q0, q1 = split_rows(top)
-    q2, q3 = split_rows(bottom)
-    Q: gl.constexpr = BM // 4
-    _store_rows(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT, EPI_SMEM)
-    _store_rows(q1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT, EPI_SMEM)
-    _store_rows(q2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT, EPI_SMEM)
-    _store_rows(q3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C, COL_SPLIT, EPI_SMEM)
-
-
-@gluon.jit
-def _store_piece(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr,
-                 EPI_SMEM: gl.constexpr):
-    if EPI_SMEM:
-        # Through shared memory into rows of 8 consecutive elements per lane: C loads and D stores become
-        # 16-byte vectors (a fragment holds 2 consecutive columns per lane).
-        x = gl.convert_layout(x, _copy_layout(x.shape[1], gl.num_warps()))
-    store_part(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-
-
-@gluon.jit
-def _store_rows(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C: gl.constexpr,
-                COL_SPLIT: gl.constexpr, EPI_SMEM: gl.constexpr):
-    if COL_SPLIT:
-        left, right = split_cols(x)
-        _store_piece(left, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, EPI_SMEM)
-        _store_piece(right, alpha, beta, C, D, row0, col0 + x.shape[1] // 2, M, N, ldc, ldd, full_n, HAS_C,
-                     EPI_SMEM)
-    else:
-        _store_piece(x, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, EPI_SMEM)
-
-
-def _aligned(t, ld: int) -> bool:
-    return t.data_ptr() % 16 == 0 and ld % 8 == 0
+    store_pieces(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, ROW_REPS, COL_SPLIT, EPI_SMEM)
 
 
 def launch(p, meta: dict | None = None):
     """Run the kernel with launch parameters `meta` (default: META, or META_UNALIGNED when an operand or
     pitch is not 16-byte aligned); ALIGNED is set here."""
-    M, N, _ = p.mnk
-    args = gemm_args(p)
-    # 16-byte cp.async needs every row of A and B to start 16-byte aligned; C and D's pitches join the
-    # proof only so that one flag covers it (an unaligned C or D takes the element-wise path too).
-    aligned = (_aligned(p.a, args["lda"]) and _aligned(p.b, args["ldb"])
-               and args["ldc"] % 8 == 0 and args["ldd"] % 8 == 0)
+    aligned = rows_aligned_16(p)   # 16-byte cp.async needs every row of A and B 16-byte aligned
     meta = meta or (META if aligned else META_UNALIGNED)
-    programs = triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"])
-    check_grid("gluon:13_swizzle", programs)
-    return swizzle_kernel[(programs,)](**args, **{**meta, "ALIGNED": aligned})
+    return launch_tiles("gluon:13_swizzle", swizzle_kernel, p, {**meta, "ALIGNED": aligned})
 
 
 def gemm(p):

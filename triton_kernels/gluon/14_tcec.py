@@ -33,15 +33,15 @@ Gluon against CUDA (3.6): XOR-swizzled shared tiles, proved conflict-free by gl.
 """
 from __future__ import annotations
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
-from triton_kernels._common import check_grid, gemm_args
-from triton_kernels.gluon._common import epilogue, epilogue_store, grouped_tile, split_cols, split_rows, store_part
+from triton_kernels.gluon._common import (as_multiple, assert_conflict_free, grouped_tile, launch_tiles,
+                                          pitches_divisible, ring_advance, ring_prologue, split_cols, store_part,
+                                          store_pieces)
 
 # Variant codes (the VARIANT constexpr) and the entry point of each.  TCEC_WGMMA is the method on wgmma (see
 # _wgmma_body); it is not in study/registry.py's TCEC_VARIANTS.
@@ -145,12 +145,8 @@ def _mma_v2_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col
     LB: gl.constexpr = gl.BlockedLayout([1, 4], [32 // TPW_N, TPW_N], [NW, 1], [1, 0])
     SA: gl.constexpr = _smem_layouts(KW)[0]
     SB: gl.constexpr = _smem_layouts(KW)[1]
-    gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float32, [BM, KS], OPA),
-                                       gl.shared_memory_descriptor_type(gl.float32, [BM, KS], SA, [BM, KS])) == 0,
-                     "A fragment loads must be free of bank conflicts")
-    gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float32, [KS, BN], OPB),
-                                       gl.shared_memory_descriptor_type(gl.float32, [KS, BN], SB, [KS, BN])) == 0,
-                     "B fragment loads must be free of bank conflicts")
+    assert_conflict_free(gl.float32, BM, KS, OPA, SA, "A fragment loads")
+    assert_conflict_free(gl.float32, KS, BN, OPB, SB, "B fragment loads")
 
     full_n = col0 + BN <= N
     # A ring slot holds a k-tile of A as KSUB slices stacked along rows, [KSUB * BM, KS]: row j*BM + m is
@@ -168,28 +164,16 @@ def _mma_v2_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col
     Bs = gl.allocate_shared_memory(gl.float32, [STAGES, BK, BN], SB)
     k_tiles = gl.cdiv(K, BK)
 
-    # Prologue: tiles 0 .. STAGES-2 in flight.  Every step commits one group, empty or not, so tile t is
-    # always group t and "at most STAGES-2 groups pending" always means the tile about to be used is in.
-    for t in gl.static_range(STAGES - 1):
-        if t < k_tiles:
-            _issue_tile(As.index(t), Bs.index(t), A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb,
-                        K, t, full_n, BK)
-        cp.commit_group()
+    # The cp.async ring of gluon stage 09 (one allocation), with this stage's copies.
+    ring_prologue(_issue_tile, As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, k_tiles,
+                  full_n, BK, STAGES)
 
     zero = gl.zeros([BM, BN], gl.float32, MMA)
     acc = gl.zeros([BM, BN], gl.float32, MMA)    # RN sum of hi*hi (tcec, tf32) or the only accumulator
     corr = gl.zeros([BM, BN], gl.float32, MMA)   # tcec/tf32: lo*hi + hi*lo, inside the tensor cores
     for kt in range(k_tiles):
-        cp.wait_group(STAGES - 2)
-        # One barrier, two jobs: tile kt is visible to all, and every thread has finished tile kt-1,
-        # whose slot the copy below overwrites.
-        gl.thread_barrier()
-        nxt = kt + STAGES - 1
-        if nxt < k_tiles:
-            _issue_tile(As.index(nxt % STAGES), Bs.index(nxt % STAGES), A, a_rows, a_k, a_in_m, B, b_k,
-                        b_cols, b_in_n, lda, ldb, K, nxt, full_n, BK)
-        cp.commit_group()
-
+        ring_advance(_issue_tile, As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, kt, k_tiles,
+                     full_n, BK, STAGES)
         a_tile = As.index(kt % STAGES)
         b_tile = Bs.index(kt % STAGES)
         for j in gl.static_range(KSUB):
@@ -218,22 +202,7 @@ def _mma_v2_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col
         acc = acc + corr
     # Epilogue in row pieces along the mma layout's row repeats (BM / (16 * WM) of them), so the split
     # moves no data: with beta != 0 a thread holds a quarter of its C values at a time, not all.
-    ROW_REPS: gl.constexpr = BM // (16 * WM)
-    if ROW_REPS >= 4:
-        top, bottom = split_rows(acc)
-        q0, q1 = split_rows(top)
-        q2, q3 = split_rows(bottom)
-        Q: gl.constexpr = BM // 4
-        store_part(q0, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-        store_part(q1, alpha, beta, C, D, row0 + Q, col0, M, N, ldc, ldd, full_n, HAS_C)
-        store_part(q2, alpha, beta, C, D, row0 + 2 * Q, col0, M, N, ldc, ldd, full_n, HAS_C)
-        store_part(q3, alpha, beta, C, D, row0 + 3 * Q, col0, M, N, ldc, ldd, full_n, HAS_C)
-    elif ROW_REPS >= 2:
-        top, bottom = split_rows(acc)
-        store_part(top, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
-        store_part(bottom, alpha, beta, C, D, row0 + BM // 2, col0, M, N, ldc, ldd, full_n, HAS_C)
-    else:
-        store_part(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C)
+    store_pieces(acc, alpha, beta, C, D, row0, col0, M, N, ldc, ldd, full_n, HAS_C, BM // (16 * WM), False)
 
 
 @gluon.jit
@@ -241,16 +210,10 @@ def _wg_prepare_b(t, k_tiles, As, Bs, Bh, Bl, A, a_rows, a_k, a_in_m, B, b_k, b_
                   full_n, BK: gl.constexpr, STAGES: gl.constexpr, LB: gl.constexpr):
     """Wait for fp32 tile t, start the copy of tile t + STAGES - 1 into the slot tile t - 1 left, and split
     B's tile t into Bh/Bl (fp16, shared: the wgmma's B operands).  A's tile t stays in its ring slot."""
-    cp.wait_group(STAGES - 2)
-    # One barrier, three jobs: tile t has landed for all; every thread is done with tile t - 1's ring slot
-    # (the copy below refills it); every warpgroup has waited for its wgmmas of tile t - 2, the last
-    # readers of Bh/Bl.
-    gl.thread_barrier()
-    nxt = t + STAGES - 1
-    if nxt < k_tiles:
-        _issue_tile(As.index(nxt % STAGES), Bs.index(nxt % STAGES), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
-                    b_in_n, lda, ldb, K, nxt, full_n, BK)
-    cp.commit_group()
+    # The ring's barrier has a third job here: every warpgroup has waited for its wgmmas of tile t - 2, the
+    # last readers of Bh/Bl.
+    ring_advance(_issue_tile, As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, t, k_tiles,
+                 full_n, BK, STAGES)
     b_hi, b_lo = _split(Bs.index(t % STAGES).load(LB), 0)
     Bh.store(b_hi)
     Bl.store(b_lo)
@@ -278,12 +241,8 @@ def _wgmma_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col0
     SA: gl.constexpr = gl.SwizzledSharedLayout(vec=8, per_phase=1, max_phase=4, order=[1, 0])
     SB: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     SH: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BN], gl.float16)
-    gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float32, [BM, BK], OPA),
-                                       gl.shared_memory_descriptor_type(gl.float32, [BM, BK], SA, [BM, BK])) == 0,
-                     "A fragment loads must be free of bank conflicts")
-    gl.static_assert(gl.bank_conflicts(gl.distributed_type(gl.float16, [BK, BN], LB),
-                                       gl.shared_memory_descriptor_type(gl.float16, [BK, BN], SH, [BK, BN])) == 0,
-                     "B hi/lo stores must be free of bank conflicts")
+    assert_conflict_free(gl.float32, BM, BK, OPA, SA, "A fragment loads")
+    assert_conflict_free(gl.float16, BK, BN, LB, SH, "B hi/lo stores")
 
     full_n = col0 + BN <= N
     a_rows = (row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, LA)).to(gl.int64))[:, None]
@@ -299,11 +258,8 @@ def _wgmma_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col0
     B_lo = gl.allocate_shared_memory(gl.float16, [2, BK, BN], SH)
     k_tiles = gl.cdiv(K, BK)
 
-    for t in gl.static_range(STAGES - 1):
-        if t < k_tiles:
-            _issue_tile(As.index(t), Bs.index(t), A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb,
-                        K, t, full_n, BK)
-        cp.commit_group()
+    ring_prologue(_issue_tile, As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K, k_tiles,
+                  full_n, BK, STAGES)
     _wg_prepare_b(0, k_tiles, As, Bs, B_hi.index(0), B_lo.index(0), A, a_rows, a_k, a_in_m, B, b_k, b_cols,
                   b_in_n, lda, ldb, K, full_n, BK, STAGES, LB)
     a_hi, a_lo = _split(As.index(0).load(OPA), 0)
@@ -351,10 +307,7 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
                 WM: gl.constexpr, WN: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                 VARIANT: gl.constexpr, LD4: gl.constexpr):
     if LD4:   # the launcher checked ld % 4 == 0; written so Triton can see it (16-byte copies and stores)
-        lda = (lda // 4).to(gl.int64) * 4
-        ldb = (ldb // 4).to(gl.int64) * 4
-        ldc = (ldc // 4).to(gl.int64) * 4
-        ldd = (ldd // 4).to(gl.int64) * 4
+        lda, ldb, ldc, ldd = as_multiple(lda, 4), as_multiple(ldb, 4), as_multiple(ldc, 4), as_multiple(ldd, 4)
     row0, col0 = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP_M)
     if VARIANT == 4:
         _wgmma_body(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, row0, col0, HAS_C, BM, BN, BK, STAGES)
@@ -364,14 +317,9 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
 
 
 def _launch(p, entry: str):
-    M, N, _ = p.mnk
-    meta = variants(entry)[0]
-    programs = triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"])
-    check_grid(f"gluon:14_tcec ({entry})", programs)
-    args = gemm_args(p)
     # 16-byte copies need every row start 16-byte aligned; base pointers Triton checks itself at launch.
-    ld4 = all(args[ld] % 4 == 0 for ld in ("lda", "ldb", "ldc", "ldd"))
-    return tcec_kernel[(programs,)](**args, **{**meta, "LD4": ld4})
+    ld4 = pitches_divisible(p, 4)
+    return launch_tiles(f"gluon:14_tcec ({entry})", tcec_kernel, p, {**variants(entry)[0], "LD4": ld4})
 
 
 def gemm_tcec(p):
