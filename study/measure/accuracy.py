@@ -341,28 +341,27 @@ def main(argv: list[str] | None = None, render=None) -> int:
     impls = registry.implementations()
     raised = []
 
-    t0 = time.time()
-    out = CsvOut(args.out / "accuracy.csv", ACCURACY_COLUMNS)
-    for row in accuracy_rows(accuracy_methods(impls), dists, ks, args.size, device, context):
-        out.write(row)
-        raised += [row] if row["error"] else []
-        print(f"  {row['distribution']:8s} K={row['K']:<6} {row['method']:24s} relerr {_fmt(row['relerr']):9s} "
-              f"max {_fmt(row['max_relerr']):9s} {row['error'][:80]}", flush=True)
-    out.close()
-    print(f"study.accuracy: error vs K in {time.time() - t0:.0f} s -> {args.out / 'accuracy.csv'}")
+    def write(path: Path, columns, rows, line, what: str) -> None:
+        """Each row into `path` as it comes, printed with `line(row)`; a row that raised is kept for the end."""
+        t0, out = time.time(), CsvOut(path, columns)
+        for row in rows:
+            out.write(row)
+            raised.extend([row] if row["error"] else [])
+            print(f"  {line(row)} {row['error'][:80]}", flush=True)
+        out.close()
+        print(f"study.accuracy: {what} in {time.time() - t0:.0f} s -> {path}")
+
+    write(args.out / "accuracy.csv", ACCURACY_COLUMNS,
+          accuracy_rows(accuracy_methods(impls), dists, ks, args.size, device, context),
+          lambda r: f"{r['distribution']:8s} K={r['K']:<6} {r['method']:24s} relerr {_fmt(r['relerr']):9s} "
+                    f"max {_fmt(r['max_relerr']):9s}", "error vs K")
 
     if not args.no_fig8:
-        t0 = time.time()
         backends = {b.strip() for b in args.fig8_backends.split(",")}
-        out = CsvOut(args.out / "fig8.csv", FIG8_COLUMNS)
         budget = args.budget_ms or (100.0 if args.quick else 300.0)
-        for row in fig8_rows(fig8_impls(impls, backends), fig8_ks, device, context, budget):
-            out.write(row)
-            raised += [row] if row["error"] else []
-            print(f"  fig8 k={row['K']:<5} {row['method']:24s} {row['launch']:9s} {_fmt(row['tflops'], '.1f'):>7s} TFLOP/s "
-                  f"max relerr {_fmt(row['max_relerr'])} {row['error'][:80]}", flush=True)
-        out.close()
-        print(f"study.accuracy: Figure 8 in {time.time() - t0:.0f} s -> {args.out / 'fig8.csv'}")
+        write(args.out / "fig8.csv", FIG8_COLUMNS, fig8_rows(fig8_impls(impls, backends), fig8_ks, device, context, budget),
+              lambda r: f"fig8 k={r['K']:<5} {r['method']:24s} {r['launch']:9s} {_fmt(r['tflops'], '.1f'):>7s} "
+                        f"TFLOP/s max relerr {_fmt(r['max_relerr'])}", "Figure 8")
 
     for r in raised:
         print(f"  RAISED {r['method']} K={r['K']}: {r['error']}")
