@@ -6,9 +6,11 @@
     d = study.get("cuda:03_smem_tiling")(a, b)                 # D = A @ B
     d = study.get("triton:tuned")(a, b, c, alpha=2.0, beta=0.5) # D = 2 A @ B + 0.5 C
 
-An implementation is a stage's CUDA kernel, its Triton counterpart, or a baseline (cuBLAS through torch,
-the tuned Triton matmul).  The runner, the sweep and the report only ever see `Impl` objects: adding a
-stage means adding its two source files and one `_stage(...)` line below.
+An implementation is a stage's CUDA kernel, its Triton or Gluon counterpart, or a baseline (cuBLAS through
+torch, the tuned Triton matmul).  The runner, the sweep and the report only ever see `Impl` objects: adding a
+stage means adding its kernel files (cuda_kernels/, triton_kernels/, triton_kernels/gluon/), its row of the
+stage table (study/core/stages.py) and one `_stage(...)` line below.  How each is launched lives in
+study/launch/launchers.py; a stage's unregistered tuning variants are declared here too (VARIANTS).
 """
 from __future__ import annotations
 
