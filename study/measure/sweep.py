@@ -1,6 +1,7 @@
-"""Run the study on the local GPU and write reports/: results.csv, environment.json, ceilings.json, plots,
-index.html.
+"""Run the study on the local GPU and write reports/<gpu>/ (e.g. reports/h100/): results.csv,
+environment.json, ceilings.json, plots, index.html.
 
+    python -m study.sweep --list                  # implementations, stages, dtypes and shape presets
     python -m study.sweep --quick                 # ~5 minutes: square 256..8192, every dtype
     python -m study.sweep                         # the full ladder 128..8192 plus LLM-like shapes
     python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
@@ -26,7 +27,15 @@ QUICK_SQUARE = [256, 1024, 4096, 8192]
 # LLM-like: an MLP up-projection (4096 tokens, d=4096 -> 14336), its down-projection, and two skinny ones
 # (a decode step of 16 tokens; a long-K reduction onto few columns).
 LLM = [(4096, 14336, 4096), (4096, 4096, 14336), (16, 4096, 4096), (8192, 64, 8192)]
-DEFAULT_OUT = registry.ROOT / "reports"
+REPORTS = registry.ROOT / "reports"
+
+
+def gpu_slug(name: str) -> str:
+    """The reports/ directory of a GPU: "NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA H200" -> "h200"; another name,
+    lower-cased, its words joined by "-"."""
+    import re
+    m = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", name.replace("NVIDIA", ""))
+    return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def parse_shapes(spec: str, quick: bool) -> list[tuple[int, int, int, str]]:
@@ -51,6 +60,14 @@ def parse_shapes(spec: str, quick: bool) -> list[tuple[int, int, int, str]]:
 def select(stages: str, backends: str) -> list[registry.Impl]:
     want_stages = None if stages == "all" else {s.strip() for s in stages.split(",")}
     want_backends = {b.strip() for b in backends.split(",")}
+    known_stages = {s.number for s in registry.stages()} | {"baseline"}
+    known_backends = {i.backend for i in registry.implementations()}
+    if want_stages and want_stages - known_stages:
+        raise SystemExit(f"--stages: no stage {', '.join(sorted(want_stages - known_stages))}; "
+                         f"known: {', '.join(sorted(known_stages))}")
+    if want_backends - known_backends:
+        raise SystemExit(f"--backends: no backend {', '.join(sorted(want_backends - known_backends))}; "
+                         f"known: {', '.join(sorted(known_backends))}")
     chosen = [i for i in registry.implementations()
               if i.backend in want_backends and (want_stages is None or i.stage_label in want_stages)]
     if not chosen:
@@ -97,34 +114,68 @@ def plan(impls, shapes, dtypes):
             yield (M, N, K, shape_set, dtype, ordered)
 
 
+def _listing() -> str:
+    impls = registry.implementations()
+    lines = ["stages:"] + [f"  {s.number}  {s.title}" for s in registry.stages()]
+    lines += ["implementations (name: dtype -> precision):"]
+    lines += [f"  {i.name}: " + ", ".join(f"{d} -> {p}" for d, p in i.dtypes.items()) for i in impls]
+    lines += ["dtypes: " + ", ".join(_all_dtypes()), "backends: " + ", ".join(sorted({i.backend for i in impls})),
+              "shape presets:", f"  square: {', '.join(f'{n}^3' for n in SQUARE)} (--quick: "
+              f"{', '.join(f'{n}^3' for n in QUICK_SQUARE)})", "  llm: " + ", ".join("x".join(map(str, s)) for s in LLM),
+              "  all: square and llm"]
+    return "\n".join(lines)
+
+
+def _all_dtypes() -> list[str]:
+    from study.measure.frame import dtype_order
+    return dtype_order({d for i in registry.implementations() for d in i.dtypes})
+
+
 def main(argv: list[str] | None = None, render=None) -> int:
     """The sweep; `render(out_dir)`, if given, renders the report afterwards (unless --no-report)."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stages", default="all", help="comma list of stage numbers and/or 'baseline' (default all)")
-    ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})))
-    ap.add_argument("--dtypes", default=None, help="comma list (default: every dtype an implementation declares)")
-    ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...]")
-    ap.add_argument("--quick", action="store_true", help="fewer shapes, shorter timing budget")
+    ap = argparse.ArgumentParser(prog="python -m study.sweep", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--list", action="store_true", help="print implementations, stages, dtypes and shape presets")
+    ap.add_argument("--stages", default="all", help="comma list of stage numbers and/or 'baseline' (default: all)")
+    ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})),
+                    help="comma list of backends (default: %(default)s)")
+    ap.add_argument("--dtypes", default=None, help="comma list of input dtypes (default: every dtype an "
+                                                   "implementation declares)")
+    ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...] (default: all)")
+    ap.add_argument("--quick", action="store_true", help="fewer square sizes, no llm shapes, half the timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--alpha", type=float, default=1.0)
-    ap.add_argument("--beta", type=float, default=0.0)
-    ap.add_argument("--budget-ms", type=float, default=None, help="timing budget per row (default 300, quick 150)")
-    ap.add_argument("--no-ceilings", action="store_true")
-    ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default: reports/<gpu>/, e.g. reports/h100/ on an H100)")
+    ap.add_argument("--alpha", type=float, default=1.0, help="D = alpha A B + beta C (default: %(default)s)")
+    ap.add_argument("--beta", type=float, default=0.0, help="(default: %(default)s; 0 never reads C)")
+    ap.add_argument("--budget-ms", type=float, default=None, help="timing budget per row (default: 300, quick 150)")
+    ap.add_argument("--no-ceilings", action="store_true", help="skip measuring the compute and memory ceilings")
+    ap.add_argument("--no-report", action="store_true", help="do not render the report afterwards")
     ap.add_argument("--profile", action="store_true",
                     help="instead of timing: Nsight Compute counters of every implementation and dtype at 4096^3 "
                          "and one ragged shape, into profile.csv (python -m study.profile; needs ncu, as root)")
     args = ap.parse_args(argv)
-    if args.profile:
-        from study.measure import ncu
-        return ncu.main(["--out", str(args.out)])
+    if args.list:
+        print(_listing())
+        return 0
+    # Every argument is checked before anything touches the GPU.
+    every = _all_dtypes()
+    dtypes = args.dtypes.split(",") if args.dtypes else every
+    if set(dtypes) - set(every):
+        ap.error(f"--dtypes: no implementation takes {', '.join(sorted(set(dtypes) - set(every)))}; "
+                 f"known: {', '.join(every)}")
+    shapes = parse_shapes("square" if args.quick and args.shapes == "all" else args.shapes, args.quick)
+    impls = select(args.stages, args.backends)
 
     import torch
     if not torch.cuda.is_available():
         print("study.sweep: no CUDA GPU is visible here, so nothing can be measured.\n"
               "The committed results still render: python -m study.report", file=sys.stderr)
         return 2
+    args.out = args.out or REPORTS / gpu_slug(torch.cuda.get_device_name())
+    if args.profile:
+        from study.measure import ncu
+        return ncu.main(["--out", str(args.out)])
 
     from tqdm import tqdm
 
@@ -133,11 +184,6 @@ def main(argv: list[str] | None = None, render=None) -> int:
     from study.measure import environment
     from study.measure.runner import Runner
 
-    from study.measure.frame import dtype_order
-    every = dtype_order({d for i in registry.implementations() for d in i.dtypes})
-    dtypes = args.dtypes.split(",") if args.dtypes else every
-    shapes = parse_shapes("square" if args.quick and args.shapes == "all" else args.shapes, args.quick)
-    impls = select(args.stages, args.backends)
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.device("cuda", torch.cuda.current_device())
 
