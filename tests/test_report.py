@@ -284,3 +284,42 @@ def test_page_loads_in_headless_chromium(rendered, tmp_path):
         driver.save_screenshot(str(tmp_path / "index.png"))
     finally:
         driver.quit()
+
+
+# --- one current, complete sweep per GPU (python -m study.report --check) ----------------------------------------
+
+def test_the_h100_report_is_one_current_complete_sweep():
+    """CI fails on any missing, failed or stale row of the committed H100 sweep, or a missing profile call."""
+    from study.measure.sweep import check
+    problems = check(REPO / "reports" / "h100")
+    assert not problems, f"{len(problems)} problem(s) in reports/h100, e.g. {problems[:5]}"
+
+
+def test_check_names_missing_stale_and_mixed_rows(tmp_path):
+    import csv
+    import shutil
+
+    from study.measure.sweep import check
+    shutil.copy(REPO / "reports" / "h100" / "profile.csv", tmp_path / "profile.csv")
+    with (REPO / "reports" / "h100" / "results.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    dropped, stale, other = rows[0], rows[1], rows[2]
+    stale["impl_key"] = "0" * 12
+    other["commit"] = "abc1234"
+    with (tmp_path / "results.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[1:])
+    problems = check(tmp_path)
+    assert f"missing: {dropped['impl']} {dropped['dtype']} {dropped['M']}x{dropped['N']}x{dropped['K']}" in problems
+    assert any(p.startswith(f"stale: {stale['impl']} {stale['dtype']}") for p in problems)
+    assert any(p.startswith("rows of 2 commits") for p in problems)
+    (tmp_path / "profile.csv").unlink()
+    assert any("no ncu profile" in p for p in check(tmp_path))
+
+
+def test_report_refuses_a_directory_without_results(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "study.report", "--dir", str(tmp_path / "none")], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "has no results.csv" in done.stderr
+    assert not (tmp_path / "none").exists()

@@ -174,7 +174,12 @@ def main(argv: list[str] | None = None, render=None) -> int:
         return 2
     args.out = args.out or REPORTS / gpu_slug(torch.cuda.get_device_name())
     if args.profile:
+        import os
+        import shutil
         from study.measure import ncu
+        if not shutil.which(os.environ.get("NCU", "ncu")):
+            print("study.sweep --profile: ncu is not on PATH (Nsight Compute; or set NCU)", file=sys.stderr)
+            return 2
         return ncu.main(["--out", str(args.out)])
 
     from tqdm import tqdm
@@ -253,3 +258,42 @@ def _print_table(rows):
                 print(f"  {r['impl']:22s} {r['precision']:13s} {tf if tf is not None else float('nan'):8.2f} "
                       f"{pct if pct is not None else float('nan'):7.1f}%  {_num(r['relerr']) or 0:.2e}  "
                       f"{_num(r['sm_clock_mhz']) or 0:.0f}")
+
+
+def check(report_dir: Path) -> list[str]:
+    """What keeps `report_dir` from being one current, complete sweep: rows of the default sweep that are missing
+    or failed, stale rows (measured on code that has changed since, study/measure/evidence.py), rows of more
+    than one commit or GPU, and calls of the default ncu profile (profile.csv) that are missing.  Empty: current."""
+    from study.measure import evidence, ncu
+    report_dir = Path(report_dir)
+    path = report_dir / "results.csv"
+    if not path.exists():
+        return [f"{path}: no results"]
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    problems = []
+    have = {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])): r for r in rows
+            if float(r["alpha"]) == 1.0 and float(r["beta"]) == 0.0}
+    every = _all_dtypes()
+    for M, N, K, _, dtype, ordered in plan(registry.implementations(), parse_shapes("all", False), every):
+        for impl in ordered:
+            r = have.get((impl.name, dtype, M, N, K))
+            if r is None:
+                problems.append(f"missing: {impl.name} {dtype} {M}x{N}x{K}")
+            elif str(r["passed"]) != "True":
+                problems.append(f"failed: {impl.name} {dtype} {M}x{N}x{K}: {r['error'][:120]}")
+    problems += [f"stale: {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']} ({r['stale_because']})"
+                 for r in evidence.stale_rows(path)]
+    for col in ("commit", "gpu"):
+        values = sorted({r[col] for r in rows})
+        if len(values) > 1:
+            problems.append(f"rows of {len(values)} {col}s: {', '.join(values)}")
+    profile = report_dir / "profile.csv"
+    if not profile.exists():
+        problems.append(f"{profile}: no ncu profile (python -m study.profile --out {report_dir})")
+    else:
+        with profile.open(newline="") as f:
+            profiled = {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) for r in csv.DictReader(f)}
+        problems += [f"not profiled: {' '.join(map(str, c))}" for c in ncu.cases(4096, (3001, 2999, 1001))
+                     if tuple(c) not in profiled]
+    return problems

@@ -7,6 +7,7 @@ Usage: python -m study.report [--dir reports]
 from __future__ import annotations
 
 import argparse
+import sys
 import re
 from pathlib import Path
 
@@ -288,8 +289,23 @@ def render(report_dir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dir", type=Path, default=REPO / "reports", help="directory holding results.csv etc.")
+    ap = argparse.ArgumentParser(prog="python -m study.report", description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=REPO / "reports",
+                    help="directory holding results.csv etc. (default: reports/)")
+    ap.add_argument("--check", action="store_true",
+                    help="render nothing; exit 1, listing every missing, failed or stale row of the default sweep "
+                         "and every missing profile call (a GPU's report must be one current, complete sweep)")
     args = ap.parse_args(argv)
+    if not (args.dir / "results.csv").exists():
+        print(f"study.report: {args.dir} has no results.csv (a sweep writes reports/<gpu>/)", file=sys.stderr)
+        return 2
+    if args.check:
+        from study.measure.sweep import check
+        problems = check(args.dir)
+        for p in problems:
+            print(p)
+        print(f"study.report --check {args.dir}: " + (f"{len(problems)} problem(s)" if problems else
+                                                      "one current, complete sweep"))
+        return 1 if problems else 0
     print(render(args.dir))
     return 0
