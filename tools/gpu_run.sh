@@ -3,14 +3,14 @@
 # reports/gpu-evidence.json), run the sweep, run stage 14's accuracy study, render the report, and pack
 # reports/ into $OUT.
 #
-#   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick)
+#   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick, into reports/<gpu>/)
 #   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
 #   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
 #   STUDY_STEPS="build test sanitize sweep accuracy profile ncu" selects steps (default: build test sweep
 #   accuracy).  accuracy writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100;
 #   sanitize (study/measure/sanitize.py) records compute-sanitizer counts in the evidence; profile (study/measure/ncu.py)
-#   writes reports/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
+#   writes reports/<gpu>/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
 #   at 4096^3, with stall reasons, into reports/ladder/profile.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/measure/evidence.py)
@@ -72,8 +72,9 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
 fi
 if [[ " $STEPS " == *" profile "* ]]; then
   log "profile: ncu counters of every implementation and dtype at 4096^3 and one ragged shape"
-  timeout 520 python3 -m study.sweep --profile --out reports 2>&1 | tee "$LOGS/profile.log" || status=1
-  python3 -m study.report --dir reports > /dev/null || status=1
+  GPU_DIR="reports/$(python3 -c 'import torch; from study.measure.sweep import gpu_slug; print(gpu_slug(torch.cuda.get_device_name()))')"
+  timeout 520 python3 -m study.sweep --profile --out "$GPU_DIR" 2>&1 | tee "$LOGS/profile.log" || status=1
+  python3 -m study.report --dir "$GPU_DIR" > /dev/null || status=1
 fi
 log "pack reports"
 tar czf "$OUT/reports.tgz" reports
