@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -68,3 +69,26 @@ def test_resume_keeps_rows_and_appends(tmp_path):
     fresh.f.close()
     assert list(csv.DictReader(path.open())) == [], "without --resume the file starts over"
     assert study.get("cublas")
+
+
+def test_refresh_stale_drops_only_stale_rows(tmp_path):
+    """--refresh-stale re-measures rows whose code has changed: drop_stale removes exactly those (then --resume
+    measures them, and any missing ones, again)."""
+    import csv
+    import shutil
+
+    from study.measure.sweep import drop_stale
+    path = tmp_path / "results.csv"
+    shutil.copy(Path(__file__).resolve().parents[1] / "reports" / "h100" / "results.csv", path)
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[5]["impl_key"] = "0" * 12
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert drop_stale(path) == 1
+    with path.open(newline="") as f:
+        kept = list(csv.DictReader(f))
+    assert len(kept) == len(rows) - 1 and all(r["impl_key"] != "0" * 12 for r in kept)
+    assert drop_stale(path) == 0

@@ -144,6 +144,9 @@ def main(argv: list[str] | None = None, render=None) -> int:
     ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...] (default: all)")
     ap.add_argument("--quick", action="store_true", help="fewer square sizes, no llm shapes, half the timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
+    ap.add_argument("--refresh-stale", action="store_true",
+                    help="like --resume, but first drop the rows measured on code that has changed since (stale: "
+                         "python -m study.evidence --stale), so that only those, and missing rows, are measured")
     ap.add_argument("--out", type=Path, default=None,
                     help="output directory (default: reports/<gpu>/, e.g. reports/h100/ on an H100)")
     ap.add_argument("--alpha", type=float, default=1.0, help="D = alpha A B + beta C (default: %(default)s)")
@@ -197,12 +200,15 @@ def main(argv: list[str] | None = None, render=None) -> int:
     (args.out / "environment.json").write_text(json.dumps(env, indent=2))
     runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
                     context={"gpu": env["gpu"], "commit": env["commit"]})
-    if not args.no_ceilings and not (args.resume and (args.out / "ceilings.json").exists()):
+    if not args.no_ceilings and not ((args.resume or args.refresh_stale) and (args.out / "ceilings.json").exists()):
         print("measuring ceilings ...", flush=True)
         ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
 
     from study.measure.evidence import Keys
     keys = Keys(impls)                 # what each row measured: a later change to the code makes the row stale
+    if args.refresh_stale:
+        print(f"dropped {drop_stale(args.out / 'results.csv')} stale rows; measuring them again", flush=True)
+        args.resume = True
     results = ResultsFile(args.out / "results.csv", args.resume)
     groups = list(plan(impls, shapes, dtypes))
     t0, measured = time.time(), []
@@ -258,6 +264,22 @@ def _print_table(rows):
                 print(f"  {r['impl']:22s} {r['precision']:13s} {tf if tf is not None else float('nan'):8.2f} "
                       f"{pct if pct is not None else float('nan'):7.1f}%  {_num(r['relerr']) or 0:.2e}  "
                       f"{_num(r['sm_clock_mhz']) or 0:.0f}")
+
+
+def drop_stale(path: Path) -> int:
+    """Rewrite results.csv without its stale rows (their implementation's code key has changed since); their
+    count."""
+    from study.measure import evidence
+    if not Path(path).exists():
+        return 0
+    stale = {_key(r) for r in evidence.stale_rows(path)}
+    with Path(path).open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    with Path(path).open("w", newline="") as f:
+        w = csv.DictWriter(f, RESULT_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(r for r in rows if _key(r) not in stale)
+    return len(stale)
 
 
 def check(report_dir: Path) -> list[str]:
