@@ -293,6 +293,7 @@ def variant(name: str, variant_name: str) -> Impl:
                                title=f"{impl.title} [{variant_name}]")
 
 
+_BASELINES = ROOT / "study" / "launch"     # cublas.py, cublas_tc.py: the baselines through torch
 _IMPLS: list[Impl] = [
     *_stage("01", CudaLaunch("01_naive.cu", "sgemm_naive", (32, 32, 1), (32, 32), rows_on_x=True), FP32),
     *_stage("02", CudaLaunch("02_coalesced.cu", "sgemm_coalesced", (32, 32, 1), (32, 32)), FP32),
@@ -315,14 +316,14 @@ _IMPLS: list[Impl] = [
     _swizzle_tma(),
     *_tcec_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
-         (ROOT / "study" / "launch" / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
+         (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:fp64", "cublas", None, {"fp64": "fp64"}, TorchLaunch("gemm_fp64", "cublas_tc"),
-         (ROOT / "study" / "launch" / "cublas_tc.py", ROOT / "study" / "launch" / "cublas.py"), "cuBLAS DGEMM (torch.addmm)"),
+         (_BASELINES / "cublas_tc.py", _BASELINES / "cublas.py"), "cuBLAS DGEMM (torch.addmm)"),
     Impl("cublas:int8", "cublas", None, {"int8": "int8/int32acc"}, TorchLaunch("gemm_int8", "cublas_tc"),
-         (ROOT / "study" / "launch" / "cublas_tc.py", ROOT / "study" / "launch" / "cublas.py"), "cuBLASLt int8 (torch._int_mm)",
+         (_BASELINES / "cublas_tc.py", _BASELINES / "cublas.py"), "cuBLASLt int8 (torch._int_mm)",
          out_dtypes={"int8": "int32"}),
     Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
-         (ROOT / "study" / "launch" / "cublas.py",), "cuBLAS (torch.addmm, TF32 on)"),
+         (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 on)"),
     Impl("triton:tuned", "triton", None, {**FP32, **HALF}, TritonLaunch("baseline_tuned", "gemm_ieee"),
          _triton_sources("baseline_tuned"), "Tuned Triton matmul (tl.dot, autotuned)"),
     Impl("triton:tuned-tf32", "triton", None, TF32, TritonLaunch("baseline_tuned", "gemm_tf32"),

@@ -1,8 +1,7 @@
-"""The results data model (study/measure/frame.py) apart from the figures, and stage-specific code kept out of
-the generic modules."""
+"""The results data model (study/measure/frame.py), apart from the figures: no plotting library, coercion,
+missing columns, duplicate rows, dtype order."""
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,32 +9,14 @@ from pathlib import Path
 import pandas as pd
 
 from study.core.schema import RESULT_COLUMNS
-from study.core.stages import STAGES
 from study.measure.frame import dtype_order, load_results, load_table, prepare, read_csv
 
 REPO = Path(__file__).resolve().parents[1]
-# Modules for every stage: a stage's own code lives in modules of its own (study/present/tcec.py for stage 14),
-# reached through data (study/core/stages.py) or the report's list of stage pages (study/present/pages.py).
-GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
-           "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",
-           "study/present/formatting.py")
-
-
 def test_the_sweep_and_the_frame_load_no_plotting_library():
     probe = ("import sys, study.measure.frame, study.measure.sweep; "
              "sys.exit(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules) or 0)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-
-
-def test_generic_modules_name_no_stage_even_in_prose():
-    """tests/test_layers.py finds stage numbers in code; this also reads comments and docstrings, and names."""
-    numbers = "|".join(s.number for s in STAGES)
-    keys = "|".join(s.key for s in STAGES)
-    named = re.compile(rf"""["']({numbers})["']|\bstages? ({numbers})\b|\b({keys})\b|\btcec\b""", re.IGNORECASE)
-    for path in GENERIC:
-        found = named.search((REPO / path).read_text(encoding="utf-8"))
-        assert found is None, f"{path} names a stage: {found and found.group(0)}"
 
 
 def test_prepare_coerces_a_frame_read_as_strings():

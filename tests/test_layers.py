@@ -2,7 +2,10 @@
 two modules import each other, directly or round a cycle.  import-linter checks it from the source."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+from study.core.stages import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,7 +20,6 @@ def test_import_contracts_hold(monkeypatch):
 def _stage_literals(source: str) -> list[str]:
     """String constants in code (docstrings aside) that are a stage number, "01" to "19"."""
     import ast
-    import re
     tree = ast.parse(source)
     docs = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
@@ -29,7 +31,6 @@ def _stage_literals(source: str) -> list[str]:
 def test_a_generic_module_names_no_stage():
     """Stage-specific code lives in its stage's own module (study/present/tcec.py, ...); generic modules take
     stage numbers from the stage table and the catalogue, which are data."""
-    import re
     allowed = {"core/stages.py", "registry.py"}
     for path in sorted((ROOT / "study").rglob("*.py")):
         rel = path.relative_to(ROOT / "study").as_posix()
@@ -41,3 +42,20 @@ def test_a_generic_module_names_no_stage():
 def test_the_stage_check_sees_a_stage_number():
     assert _stage_literals('x = "14"\ny = "baseline"') == ["14"]
     assert _stage_literals('"""stage "01" is the naive one."""\nz = 1') == []
+
+
+# Modules for every stage: a stage's own code lives in modules of its own (study/present/tcec.py for stage 14),
+# reached through data (study/core/stages.py) or the report's list of stage pages (study/present/pages.py).
+GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
+           "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",
+           "study/present/formatting.py")
+
+
+def test_generic_modules_name_no_stage_even_in_prose():
+    """The test above finds stage numbers in code; this also reads comments and docstrings, and names."""
+    numbers = "|".join(s.number for s in STAGES)
+    keys = "|".join(s.key for s in STAGES)
+    named = re.compile(rf"""["']({numbers})["']|\bstages? ({numbers})\b|\b({keys})\b|\btcec\b""", re.IGNORECASE)
+    for path in GENERIC:
+        found = named.search((ROOT / path).read_text(encoding="utf-8"))
+        assert found is None, f"{path} names a stage: {found and found.group(0)}"

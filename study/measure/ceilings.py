@@ -52,13 +52,6 @@ def dram_gbps(device, clock, nbytes: int = 2 << 30):
     return 2 * nbytes / (ms * 1e6), mhz
 
 
-# Each micro-benchmark entry's parameters, as study/kernels/*.cu declare them.
-BENCH_PARAMS = {"fma_peak": "out:ptr iters:int seed:float", "smem_read": "out:ptr iters:int",
-                "l2_read": "src:ptr n_chunks:i64 passes:int out:ptr",
-                **{e: "out:ptr iters:int seed:int" for e in ("mma_peak_f16", "mma_peak_bf16", "mma_peak_tf32",
-                                                             "mma_peak_s8", "mma_tile_f16", "mma_tile_f16_bmajor")}}
-
-
 def _bench_kernel(source: str, entry: str, device):
     """An entry of one of study/kernels/'s micro-benchmarks, compiled for the device and loaded."""
     from study.launch import driver
@@ -86,6 +79,12 @@ MMA_PEAK = {
     "mma_peak_tf32": ("mma_sync_tf32_tflops", 2 * 16 * 8 * 8, 0x3F800000),   # m16n8k8 tf32 -> f32
     "mma_peak_s8": ("mma_sync_int8_tops", 2 * 16 * 8 * 32, 0x01010101),        # m16n8k32 s8 -> s32
 }
+
+
+# Each micro-benchmark entry's parameters, as study/kernels/*.cu declare them.
+BENCH_PARAMS = {"fma_peak": "out:ptr iters:int seed:float", "smem_read": "out:ptr iters:int",
+                "l2_read": "src:ptr n_chunks:i64 passes:int out:ptr",
+                **{e: "out:ptr iters:int seed:int" for e in MMA_PEAK}}
 
 
 def mma_sync_peak(device, clock, clocks: dict | None = None) -> dict:

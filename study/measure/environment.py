@@ -56,3 +56,11 @@ def collect(device=None) -> dict:
         except Exception:
             pass
     return env
+
+
+def missing_tool(variable: str, default: str, what: str) -> str | None:
+    """None if the tool (the environment variable `variable`, else `default`) is on PATH; else a one-line error."""
+    import os
+    import shutil
+    tool = os.environ.get(variable, default)
+    return None if shutil.which(tool) else f"{tool} is not on PATH ({what}; or set {variable})"

@@ -38,6 +38,7 @@ from pathlib import Path
 from study.core.paths import BENCH_DIR, ROOT
 
 MARKER = "profile_marker"
+DEFAULT_N, DEFAULT_RAGGED = 4096, (3001, 2999, 1001)     # the default profile: n^3 and one ragged shape
 # Column -> ncu metric (scaled by `SCALE`).  Every one is checked against `ncu --query-metrics` first, so a
 # metric this ncu lacks becomes an empty column rather than a failed run.
 METRICS = {
@@ -259,8 +260,8 @@ def _list(text: str) -> list[str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m study.profile", description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=4096)
-    ap.add_argument("--ragged", type=lambda t: None if t == "none" else _shape(t), default=(3001, 2999, 1001),
+    ap.add_argument("--n", type=int, default=DEFAULT_N)
+    ap.add_argument("--ragged", type=lambda t: None if t == "none" else _shape(t), default=DEFAULT_RAGGED,
                     help="MxNxK of the ragged call, or 'none' (default 3001x2999x1001)")
     ap.add_argument("--impls", default="", help="comma list of implementations (default: all)")
     ap.add_argument("--stages", default="", help="comma list of stage numbers (with the cuBLAS baselines)")

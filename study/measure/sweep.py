@@ -177,11 +177,11 @@ def main(argv: list[str] | None = None, render=None) -> int:
         return 2
     args.out = args.out or REPORTS / gpu_slug(torch.cuda.get_device_name())
     if args.profile:
-        import os
-        import shutil
         from study.measure import ncu
-        if not shutil.which(os.environ.get("NCU", "ncu")):
-            print("study.sweep --profile: ncu is not on PATH (Nsight Compute; or set NCU)", file=sys.stderr)
+        from study.measure.environment import missing_tool
+        error = missing_tool("NCU", "ncu", "Nsight Compute comes with the CUDA toolkit")
+        if error:
+            print(f"study.sweep --profile: {error}", file=sys.stderr)
             return 2
         return ncu.main(["--out", str(args.out)])
 
@@ -316,6 +316,6 @@ def check(report_dir: Path) -> list[str]:
     else:
         with profile.open(newline="") as f:
             profiled = {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) for r in csv.DictReader(f)}
-        problems += [f"not profiled: {' '.join(map(str, c))}" for c in ncu.cases(4096, (3001, 2999, 1001))
+        problems += [f"not profiled: {' '.join(map(str, c))}" for c in ncu.cases(ncu.DEFAULT_N, ncu.DEFAULT_RAGGED)
                      if tuple(c) not in profiled]
     return problems
