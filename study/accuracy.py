@@ -1,8 +1,8 @@
 """`python -m study.accuracy`: the accuracy study (error against float64 over distributions and K), then render the report."""
 import sys
 
+from study._render import render
 from study.measure import accuracy
-from study.present import report
 
 if __name__ == "__main__":
-    sys.exit(accuracy.main(render=report.render))
+    sys.exit(accuracy.main(render=render))

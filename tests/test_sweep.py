@@ -28,8 +28,9 @@ def test_shape_presets():
     square = sweep.parse_shapes("square", quick=False)
     assert [s[0] for s in square] == [128, 256, 512, 1024, 2048, 4096, 8192]
     assert all(m == n == k and tag == "square" for m, n, k, tag in square)
-    llm = sweep.parse_shapes("llm", quick=False)
-    assert (4096, 4096, 14336, "llm") in llm and any(m <= 16 or n <= 64 for m, n, _, _ in llm)
+    llama = sweep.parse_shapes("llama3", quick=False)
+    assert (4096, 4096, 14336, "llama3") in llama and any(m <= 16 for m, _, _, _ in llama)
+    assert not any(m == n == k for m, n, k, _ in llama), "a model shape equal to a square would be measured twice"
     assert sweep.parse_shapes("7x9x1000", quick=False) == [(7, 9, 1000, "custom")]
     with pytest.raises(SystemExit, match="not a preset"):
         sweep.parse_shapes("big", quick=False)

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build every kernel, run the GPU equivalence tests (writing
-# reports/gpu-evidence.json), run the sweep, run stage 14's accuracy study, render the report, and pack
-# reports/ into $OUT.
+# reports/gpu-evidence.json), run the sweep, run stage 14's accuracy study, and pack reports/ into $OUT (the
+# report renders on any machine: python -m study.report; the GPU image lacks plotly).
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick, into reports/<gpu>/)
 #   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
 #   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
 #   STUDY_STEPS="build test sanitize sweep accuracy profile ncu" selects steps (default: build test sweep
-#   accuracy).  accuracy writes reports/accuracy.csv and reports/fig8.csv, sized for < 3 minutes on an H100;
+#   accuracy).  accuracy writes reports/<gpu>/accuracy.csv and fig8.csv, sized for < 3 minutes on an H100;
 #   sanitize (study/measure/sanitize.py) records compute-sanitizer counts in the evidence; profile (study/measure/ncu.py)
 #   writes reports/<gpu>/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
 #   at 4096^3, with stall reasons, into reports/ladder/profile.csv.
@@ -34,6 +34,7 @@ export STUDY_COMMIT
 log "machine"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"
+GPU_DIR="reports/$(python3 -c 'import torch; from study.measure.sweep import gpu_slug; print(gpu_slug(torch.cuda.get_device_name()))')"
 
 if [[ " $STEPS " == *" build "* ]]; then
   log "build (nvcc, sm_90a)"
@@ -59,7 +60,7 @@ fi
 if [[ " $STEPS " == *" accuracy "* ]]; then
   log "accuracy (stage 14, seed 002: error vs K, Figure 8)"
   read -ra ACCURACY_ARGS <<< "${STUDY_ACCURACY_ARGS:-}"
-  python3 -m study.accuracy --out reports "${ACCURACY_ARGS[@]}" 2>&1 | tee "$LOGS/accuracy.log" || status=1
+  python3 -m study.accuracy --out "$GPU_DIR" "${ACCURACY_ARGS[@]}" 2>&1 | tee "$LOGS/accuracy.log" || status=1
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then
   log "ncu (fp32 ladder 03-09, 4096^3, with stall reasons)"
@@ -72,9 +73,7 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
 fi
 if [[ " $STEPS " == *" profile "* ]]; then
   log "profile: ncu counters of every implementation and dtype at 4096^3 and one ragged shape"
-  GPU_DIR="reports/$(python3 -c 'import torch; from study.measure.sweep import gpu_slug; print(gpu_slug(torch.cuda.get_device_name()))')"
-  timeout 520 python3 -m study.sweep --profile --out "$GPU_DIR" 2>&1 | tee "$LOGS/profile.log" || status=1
-  python3 -m study.report --dir "$GPU_DIR" > /dev/null || status=1
+  timeout 560 python3 -m study.profile --out "$GPU_DIR" 2>&1 | tee "$LOGS/profile.log" || status=1
 fi
 log "pack reports"
 tar czf "$OUT/reports.tgz" reports

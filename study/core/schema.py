@@ -13,7 +13,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "dtype",          # input dtype: "fp32" | "fp16" | "bf16" | ...
     "precision",      # what the arithmetic really is: "fp32", "tf32", "fp16/fp32acc", ...
     "M", "N", "K",
-    "shape_set",      # the preset the shape came from: "square", "llm", "custom"
+    "shape_set",      # the preset the shape came from: "square", "llama3" (study/core/shapes.py), "custom"
     "alpha", "beta",
     "ms",             # median kernel time over `reps` timed runs (CUDA events, L2 flushed before each)
     "ms_p20", "ms_p80",

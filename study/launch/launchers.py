@@ -337,7 +337,9 @@ class TorchLaunch:
     fn: str
     # Not in the repr, which the evidence hash covers: the module's file is among the Impl's sources anyway.
     module: str = field(default="cublas", repr=False)
+    # fn(problem) returns the call to time, after setting up outside the timing (a baseline's operand layout).
+    prepares: bool = False
 
     def bind(self, name: str, p) -> Bound:
         fn = getattr(importlib.import_module(f"study.launch.{self.module}"), self.fn)
-        return Bound(lambda: fn(p))
+        return Bound(fn(p) if self.prepares else (lambda: fn(p)))

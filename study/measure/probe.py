@@ -78,7 +78,7 @@ def run(impls: list[registry.Impl], shapes, dtypes: list[str] | None, rounds: in
                     r = runner.measure(b, dtype, M, N, K, shape_set="probe")
                     base_rows[b.name] = {"impl": b.name, "tflops": r["tflops"]}
                     rows.setdefault(b.name, []).append(r)
-                for i in members:
+                for i in (m for m in members if m not in bases):
                     base = registry.baseline_for(dtype, i.precision(dtype))
                     r = runner.measure(i, dtype, M, N, K, shape_set="probe", baseline=base_rows.get(base and base.name))
                     rows.setdefault(i.name, []).append(r)

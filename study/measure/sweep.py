@@ -3,7 +3,7 @@ environment.json, ceilings.json, plots, index.html.
 
     python -m study.sweep --list                  # implementations, stages, dtypes and shape presets
     python -m study.sweep --quick                 # ~5 minutes: square 256..8192, every dtype
-    python -m study.sweep                         # the full ladder 128..8192 plus LLM-like shapes
+    python -m study.sweep                         # the full ladder 128..8192 plus Llama 3 projection shapes
     python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
     python -m study.sweep --resume                # skip rows already in results.csv
 
@@ -21,12 +21,8 @@ from pathlib import Path
 
 from study import registry
 from study.core.schema import RESULT_COLUMNS
+from study.core.shapes import LLAMA3, PRESETS, QUICK_SQUARE, SQUARE
 
-SQUARE = [128, 256, 512, 1024, 2048, 4096, 8192]
-QUICK_SQUARE = [256, 1024, 4096, 8192]
-# LLM-like: an MLP up-projection (4096 tokens, d=4096 -> 14336), its down-projection, and two skinny ones
-# (a decode step of 16 tokens; a long-K reduction onto few columns).
-LLM = [(4096, 14336, 4096), (4096, 4096, 14336), (16, 4096, 4096), (8192, 64, 8192)]
 REPORTS = registry.ROOT / "reports"
 
 
@@ -44,15 +40,15 @@ def parse_shapes(spec: str, quick: bool) -> list[tuple[int, int, int, str]]:
         part = part.strip()
         if part == "square":
             shapes += [(n, n, n, "square") for n in (QUICK_SQUARE if quick else SQUARE)]
-        elif part == "llm":
-            shapes += [(*s, "llm") for s in LLM]
+        elif part == "llama3":
+            shapes += [(m, n, k, "llama3") for _, m, n, k in LLAMA3]
         elif part == "all":
-            shapes += parse_shapes("square,llm", quick)
+            shapes += parse_shapes("square,llama3", quick)
         else:
             try:
                 m, n, k = (int(v) for v in part.lower().split("x"))
             except ValueError:
-                raise SystemExit(f"--shapes: {part!r} is not a preset (square, llm, all) or MxNxK") from None
+                raise SystemExit(f"--shapes: {part!r} is not a preset (square, llama3, all) or MxNxK") from None
             shapes.append((m, n, k, "square" if m == n == k else "custom"))
     return shapes
 
@@ -121,8 +117,8 @@ def _listing() -> str:
     lines += [f"  {i.name}: " + ", ".join(f"{d} -> {p}" for d, p in i.dtypes.items()) for i in impls]
     lines += ["dtypes: " + ", ".join(_all_dtypes()), "backends: " + ", ".join(sorted({i.backend for i in impls})),
               "shape presets:", f"  square: {', '.join(f'{n}^3' for n in SQUARE)} (--quick: "
-              f"{', '.join(f'{n}^3' for n in QUICK_SQUARE)})", "  llm: " + ", ".join("x".join(map(str, s)) for s in LLM),
-              "  all: square and llm"]
+              f"{', '.join(f'{n}^3' for n in QUICK_SQUARE)})", f"  llama3 ({PRESETS['llama3']}): "
+              + ", ".join(f"{name} {m}x{n}x{k}" for name, m, n, k in LLAMA3), f"  all: {PRESETS['all']}"]
     return "\n".join(lines)
 
 
@@ -141,8 +137,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
                     help="comma list of backends (default: %(default)s)")
     ap.add_argument("--dtypes", default=None, help="comma list of input dtypes (default: every dtype an "
                                                    "implementation declares)")
-    ap.add_argument("--shapes", default="all", help="square, llm, all, or MxNxK[,MxNxK...] (default: all)")
-    ap.add_argument("--quick", action="store_true", help="fewer square sizes, no llm shapes, half the timing budget")
+    ap.add_argument("--shapes", default="all", help="square, llama3, all, or MxNxK[,MxNxK...] (default: all)")
+    ap.add_argument("--quick", action="store_true", help="fewer square sizes, no llama3 shapes, half the timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
     ap.add_argument("--refresh-stale", action="store_true",
                     help="like --resume, but first drop the rows measured on code that has changed since (stale: "
@@ -218,8 +214,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
             for impl in ordered:
                 bar.set_description(f"{impl.name} {dtype} {M}x{N}x{K}")
                 key = (impl.name, dtype, M, N, K, args.alpha, args.beta)
-                base_impl = None if impl.backend == "cublas" else registry.baseline_for(dtype, impl.precision(dtype))
-                base = base_rows.get(base_impl.name) if base_impl else None
+                base_impl = registry.baseline_for(dtype, impl.precision(dtype))
+                base = base_rows.get(base_impl.name) if base_impl and base_impl is not impl else None
                 if key in results.done:
                     row = results.done[key]
                 else:
@@ -227,7 +223,7 @@ def main(argv: list[str] | None = None, render=None) -> int:
                     row["impl_key"] = keys.code_key(impl.name)
                     results.write(row)
                     measured.append(row)
-                if impl.backend == "cublas":
+                if impl is base_impl:
                     base_rows[impl.name] = {"impl": row["impl"], "tflops": _num(row["tflops"])}
                 bar.update()
 
