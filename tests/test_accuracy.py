@@ -16,7 +16,7 @@ import torch
 import study
 from study.core.stages import stage
 from study.measure import accuracy
-from study.measure.accuracy import ACCURACY_COLUMNS, FP16_METHOD, ErrorTally, Method, errors, sample
+from study.measure.accuracy import ACCURACY_COLUMNS, FP16_METHOD, Method, errors, products, sample
 from study.measure.frame import load_json, load_results
 from study.present import figures, tcec
 from study.present.report import render
@@ -67,36 +67,80 @@ def test_unknown_distribution_is_refused():
 
 # --- metrics -------------------------------------------------------------------------------------------
 
-def test_max_relerr_is_the_largest_elementwise_ratio():
-    d = torch.tensor([[1.5, 2.0], [3.0, -4.0]])
-    ref = torch.tensor([[1.0, 2.5], [3.0, -4.0]], dtype=torch.float64)
-    e = errors(d, ref)
-    # per element: 0.5 / 1 and 0.5 / 2.5, so 0.5 (normalising by the largest |R| would give 0.125)
-    assert e["max_relerr"] == pytest.approx(0.5)
-    assert e["relerr"] == pytest.approx(math.sqrt(0.25 + 0.25) / math.sqrt(1 + 6.25 + 9 + 16))
-    assert e["nonfinite"] == 0
+def test_an_exact_result_has_no_error():
+    a, b = sample("randn", (8, 32), gen(1)), sample("randn", (32, 8), gen(2))
+    ref, absprod = products(a, b)
+    assert errors(ref.clone(), ref, absprod) == {"relerr": 0.0, "median_relerr": 0.0, "componentwise": 0.0,
+                                                 "seed002_max_relerr": 0.0, "nonfinite": 0}
 
 
-def test_max_relerr_skips_zero_reference_elements():
-    e = errors(torch.tensor([[5.0, 1.1]]), torch.tensor([[0.0, 1.0]], dtype=torch.float64))
-    assert e["max_relerr"] == pytest.approx(0.1)
-    assert e["relerr"] == pytest.approx(math.sqrt(25 + 0.01))
+def test_products_are_float64_and_absprod_bounds_the_reference():
+    a, b = sample("randn", (6, 5, 9), gen(1)), sample("randn", (6, 9, 4), gen(2))
+    ref, absprod = products(a, b, chunk=4)
+    assert ref.dtype == absprod.dtype == torch.float64
+    assert torch.equal(ref, a.double() @ b.double()) and torch.equal(absprod, a.double().abs() @ b.double().abs())
+    assert (absprod >= ref.abs()).all() and (absprod > ref.abs()).any()
+    ref2, absprod2 = products(a[0], b[0])
+    assert torch.equal(ref2, ref[0]) and torch.equal(absprod2, absprod[0])
+
+
+def test_an_error_at_a_cancelled_element_is_huge_elementwise_but_small_componentwise():
+    # R[0, 0] = 1 - (1 - 2^-20) = 2^-20 by cancellation, while its terms are of size 1: (|A||B|)[0, 0] ~ 2.
+    a = torch.tensor([[1.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
+    b = torch.tensor([[1.0, 3.0], [-(1 - 2.0**-20), 1.0]], dtype=torch.float64)
+    ref, absprod = products(a, b)
+    assert float(ref[0, 0]) == 2.0**-20
+    d = ref.clone()
+    d[0, 0] += 2.0**-30
+    e = errors(d, ref, absprod)
+    assert e["seed002_max_relerr"] == pytest.approx(2.0**-10)                    # |delta| / |R|: ~1e-3
+    assert e["componentwise"] == pytest.approx(2.0**-30 / (2 - 2.0**-20))       # |delta| / (|A||B|): ~5e-10
+    assert e["median_relerr"] == 0.0                                            # three of four elements exact
+    assert e["relerr"] == pytest.approx(2.0**-30 / float(ref.norm()))
+
+
+def test_median_is_over_nonzero_reference_elements():
+    ref = torch.tensor([[1.0, 2.0, 4.0, 0.0]], dtype=torch.float64)
+    d = torch.tensor([[1.5, 2.2, 4.0, 5.0]], dtype=torch.float64)       # ratios 0.5, 0.1, 0; R = 0 skipped
+    e = errors(d, ref, torch.full_like(ref, 10.0))
+    assert e["median_relerr"] == pytest.approx(0.1)
+    assert e["seed002_max_relerr"] == pytest.approx(0.5)
+    assert e["componentwise"] == pytest.approx(0.5)                   # the R = 0 element: 5 / 10
+    assert accuracy.median([torch.tensor([3.0, 1.0]), torch.tensor([10.0, 2.0])]) == 2.5   # even: the mean of 2, 3
+    assert accuracy.median([torch.tensor([7.0, 1.0, 3.0])]) == 3.0
+    assert math.isnan(accuracy.median([]))
+    assert math.isnan(errors(torch.ones(1, 2), torch.zeros(1, 2, dtype=torch.float64),
+                             torch.ones(1, 2, dtype=torch.float64))["median_relerr"])
+
+
+def test_componentwise_counts_zero_over_zero_as_exact_and_x_over_zero_as_infinite():
+    ref, absprod = torch.zeros(1, 2, dtype=torch.float64), torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+    assert errors(torch.tensor([[0.0, 0.5]]), ref, absprod)["componentwise"] == pytest.approx(0.5)
+    assert errors(torch.tensor([[1e-30, 0.5]]), ref, absprod)["componentwise"] == math.inf
+
+
+def test_on_nonnegative_inputs_componentwise_is_the_max_elementwise_error():
+    a, b = sample("uniform", (16, 64), gen(1)), sample("uniform", (64, 16), gen(2))
+    ref, absprod = products(a, b)
+    e = errors(a.half().float() @ b.half().float(), ref, absprod)
+    assert 1e-5 < e["componentwise"] < 1e-2
+    assert e["componentwise"] == pytest.approx(e["seed002_max_relerr"], rel=1e-12)
 
 
 def test_nonfinite_results_have_infinite_error_and_are_counted():
     d = torch.tensor([[1.0, float("inf")], [float("nan"), 4.0]])
-    e = errors(d, torch.ones(2, 2, dtype=torch.float64))
-    assert e == {"relerr": math.inf, "max_relerr": math.inf, "nonfinite": 2}
+    ones = torch.ones(2, 2, dtype=torch.float64)
+    assert errors(d, ones, ones) == {"relerr": math.inf, "median_relerr": math.inf, "componentwise": math.inf,
+                                     "seed002_max_relerr": math.inf, "nonfinite": 2}
 
 
 def test_chunked_tally_equals_the_whole():
     d, ref = torch.randn(6, 5, 7, generator=gen(1)), torch.randn(6, 5, 7, generator=gen(2)).double()
-    t = ErrorTally()
-    for i in range(0, 6, 4):
-        t.add(d[i:i + 4], ref[i:i + 4])
-    whole = errors(d, ref)
-    assert t.result()["relerr"] == pytest.approx(whole["relerr"])
-    assert t.result()["max_relerr"] == pytest.approx(whole["max_relerr"])
+    absprod = ref.abs() + torch.rand(6, 5, 7, generator=gen(3), dtype=torch.float64)
+    chunked, whole = errors(d, ref, absprod, chunk=4), errors(d, ref, absprod)
+    assert chunked["relerr"] == pytest.approx(whole["relerr"])
+    for key in ("median_relerr", "componentwise", "seed002_max_relerr"):
+        assert chunked[key] == whole[key] > 0
 
 
 # --- Pareto front --------------------------------------------------------------------------------------
@@ -132,7 +176,10 @@ def test_accuracy_rows_share_inputs_per_k_and_record_a_raising_method():
     assert all(set(r) == set(ACCURACY_COLUMNS) for r in rows)
     assert rows[1]["error"] == "RuntimeError: kernel exploded" and rows[1]["relerr"] == ""
     assert rows[0]["relerr"] < 1e-6 and rows[0]["nonfinite"] == 0
+    assert 0 <= rows[0]["median_relerr"] < 1e-6 and 0 <= rows[0]["componentwise"] < 1e-6
     assert rows[2]["nonfinite"] > 0 and rows[2]["relerr"] == math.inf     # wide inputs overflow fp16
+    assert rows[2]["median_relerr"] == rows[2]["componentwise"] == math.inf
+    assert "seed002_max_relerr" not in ACCURACY_COLUMNS
     assert rows[0]["seed"] == rows[2]["seed"] and [r["K"] for r in rows[::3]] == [16, 64]
     assert seen[0][0].shape == (8, 16) and seen[1][0].shape == (8, 64)
 
@@ -178,7 +225,9 @@ def test_fig8_rows_time_check_and_label_each_launch(monkeypatch):
         ("cublas:bmm", "torch.bmm", 64), ("cuda:14_tcec", "batched", 64), ("cuda:14_tcec-markidis", "loop", 64)]
     assert all(set(r) == set(accuracy.FIG8_COLUMNS) for r in rows)
     assert rows[0]["tflops"] == pytest.approx(5 * 2 * 16 * 16 * 32 / 2e9) and rows[1]["x_sgemm"] == pytest.approx(1.0)
-    assert rows[0]["max_relerr"] < 1e-5 < rows[1]["max_relerr"] < 1e-2      # fp32 vs fp16-rounded inputs
+    assert rows[0]["seed002_max_relerr"] < 1e-5 < rows[1]["seed002_max_relerr"] < 1e-2   # fp32 vs fp16-rounded
+    assert rows[1]["componentwise"] == pytest.approx(rows[1]["seed002_max_relerr"])      # uniform: R = |A||B|
+    assert 0 < rows[1]["median_relerr"] < rows[1]["componentwise"]
     assert rows[2]["error"].startswith("ValueError") and rows[2]["tflops"] == ""
     assert calls[0].shape == (5, 16, 16)
 
@@ -207,6 +256,11 @@ def test_report_renders_the_tcec_section_from_the_fixture(fixture_dir):
     assert "54.2" in html and "Section 4.4.2" in html and "2.78x" in html    # seed 002's A100 beside ours
     assert 'href="accuracy.csv"' in html and 'href="fig8.csv"' in html
     assert "NaN/inf x" in html and "raised" in html       # wide inputs broke the fp16 splits; one method raised
+    for d in ("randn", "uniform", "wide"):
+        assert f'id="tcec-acc-{d}"' in html
+    assert "cuda:14_tcec is 0.46\u20130.92x as accurate as cuBLAS SGEMM" in html and "less accurate than SGEMM at every K" in html
+    assert "Max elementwise relative error" not in html and "max relerr" not in html
+    assert "median over the elements with R != 0" in html and "|A||B|" in html
 
 
 def test_tcec_context_numbers(fixture_dir):
@@ -220,9 +274,47 @@ def test_tcec_context_numbers(fixture_dir):
     assert cuda_randn["cells"] == ["7.5x", "1,400x", "1.1x"]
     ours = t["fig8"]["ours"]
     assert ours["method"] == "cuda:14_tcec" and ours["k"] == "4096" and ours["x_sgemm"].startswith("1.78x")
-    raised = next(c for r in t["acc"]["tables"][0]["rows"] if r["method"] == "gluon:14_tcec" for c in r["cells"]
+    raised = next(c for r in t["acc"][0]["rows"] if r["method"] == "gluon:14_tcec" for c in r["cells"]
                   if c["text"] == "raised")
     assert "fixture" in raised["title"]
+
+
+def test_accuracy_is_reported_per_distribution(fixture_dir):
+    df, _ = load_results(fixture_dir / "results.csv")
+    tables = tcec.section(df, None, fixture_dir)["acc"]
+    assert [t["dist"] for t in tables] == ["randn", "uniform", "wide"]
+    uniform = tables[1]
+    assert uniform["ks"] == [256, 4096]
+    row = next(r for r in uniform["rows"] if r["method"] == "cuda:14_tcec")
+    # per K: Frobenius, median, componentwise, x SGEMM (SGEMM's relerr / this one's: 1.25e-7 / 2.717e-7)
+    assert [c["text"] for c in row["cells"]] == ["2.72e-07", "1.85e-07", "1.22e-06", "0.46x",
+                                                 "5.43e-07", "3.70e-07", "2.45e-06", "0.92x"]
+    assert row["cells"][3]["bad"] and not next(r for r in uniform["rows"] if r["method"] == "triton:14_tcec")["cells"][3]["bad"]
+    sgemm = next(r for r in uniform["rows"] if r["method"] == "cublas")
+    assert sgemm["cells"][3]["text"] == ""
+
+
+def test_sentences_say_the_direction_per_distribution(fixture_dir):
+    df, _ = load_results(fixture_dir / "results.csv")
+    tables = {t["dist"]: t for t in tcec.section(df, None, fixture_dir)["acc"]}
+    said = {d: {s["method"]: s["text"] for s in t["sentences"]} for d, t in tables.items()}
+    assert set(said["uniform"]) == {"cuda:14_tcec", "triton:14_tcec", "gluon:14_tcec"}
+    cuda_uniform = said["uniform"]["cuda:14_tcec"]
+    assert cuda_uniform.startswith("On uniform [0, 1) inputs, cuda:14_tcec is 0.46\u20130.92x as accurate as cuBLAS SGEMM")
+    assert "less accurate than SGEMM at every K" in cuda_uniform and "more accurate" not in cuda_uniform
+    assert "more accurate than SGEMM at every K" in said["uniform"]["triton:14_tcec"]
+    gluon = said["uniform"]["gluon:14_tcec"]     # raised at 4096: "every K" would claim too much
+    assert "more accurate than SGEMM at K = 256;" in gluon and "raised at K = 4096" in gluon
+    assert "returned NaN/inf at every K measured" in said["wide"]["cuda:14_tcec"]
+    assert "more accurate than SGEMM at every K" in said["randn"]["cuda:14_tcec"]
+
+
+def test_a_sentence_with_both_directions_names_the_ks():
+    s = tcec.accuracy_sentence("m", "randn", {256: 2.0, 4096: 0.5}, {256: 1.5, 4096: 0.8}, raised=[16384])
+    assert s == ("On randn inputs, m is 0.5\u20132x as accurate as cuBLAS SGEMM by relative Frobenius error (SGEMM's "
+                 "error / its error, K = 256, 4096): more accurate than SGEMM at K = 256, less accurate at K = 4096; "
+                 "by median elementwise error, 0.8\u20131.5x; it raised at K = 16384.")
+    assert "NaN/inf at K = 4096" in tcec.accuracy_sentence("m", "wide", {256: 0.5, 4096: 0.0}, {})
 
 
 def test_section_says_when_accuracy_csv_is_absent(fixture_dir):

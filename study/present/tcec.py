@@ -1,5 +1,7 @@
-"""Stage 14's section of the report (seed 002's TCEC): its error against K (accuracy.csv), each variant's error
-as a multiple of the TCEC method's, speed against accuracy (results.csv) with the Pareto front, and seed 002's
+"""Stage 14's section of the report (seed 002's TCEC): its error against K per input distribution (accuracy.csv:
+relative Frobenius, median elementwise and componentwise errors, and each method's accuracy as a multiple of
+cuBLAS SGEMM's on the same inputs, said in a sentence per distribution), each variant's error as a multiple of
+the TCEC method's, speed against accuracy (results.csv) with the Pareto front, and seed 002's
 Figure 8 on this GPU (fig8.csv) beside the paper's A100 figure.  python -m study.accuracy writes the two CSVs;
 tcec_figures.py draws the figures.
 
@@ -16,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from study.core import stages
-from study.measure.accuracy import ACCURACY_COLUMNS, DISTRIBUTIONS, FIG8_COLUMNS, MAX_RELERR_DEFINITION
+from study.measure.accuracy import (ACCURACY_COLUMNS, DISTRIBUTIONS, FIG8_COLUMNS, METRIC_DEFINITIONS,
+                                    SEED002_MAX_RELERR_DEFINITION)
 from study.measure.frame import load_table, positive, variant_of
 from study.present import tcec_figures
 from study.present.figures import BACKEND_NAMES
@@ -26,9 +29,13 @@ from study.present.tcec_figures import pareto_front
 NUMBER = stages.stage("tcec").number
 ID, NAV, TEMPLATE = "tcec", "Stage 14: TCEC", "tcec.html.j2"
 FILES = ("accuracy.csv", "fig8.csv")
-ACC_NUMERIC = ("M", "N", "K", "relerr", "max_relerr", "nonfinite")
-FIG8_NUMERIC = ("batch", "M", "N", "K", "ms", "reps", "tflops", "sgemm_tflops", "x_sgemm", "max_relerr", "relerr",
-                "nonfinite", "sm_clock_mhz")
+ACC_NUMERIC = ("M", "N", "K", "relerr", "median_relerr", "componentwise", "nonfinite")
+FIG8_NUMERIC = ("batch", "M", "N", "K", "ms", "reps", "tflops", "sgemm_tflops", "x_sgemm", "relerr", "median_relerr",
+                "componentwise", "seed002_max_relerr", "nonfinite", "sm_clock_mhz")
+# accuracy.csv's errors, in the order the tables show them, with their column headings.
+METRICS = (("relerr", "Frobenius"), ("median_relerr", "median"), ("componentwise", "componentwise"))
+SGEMM = "cublas"   # cuBLAS SGEMM (fp32, TF32 off): what "as accurate as SGEMM" is measured against
+DIST_LABELS = {"randn": "randn", "uniform": "uniform [0, 1)", "wide": "wide-exponent"}
 PNGS = ("tcec_accuracy.png", "tcec_pareto.png", "tcec_fig8.png")
 
 # Seed 002 (Ootomo & Yokota, HPC Asia 2023), shared/seeds/002-ootomo-yokota-wmmae-tcec-paper.txt.
@@ -60,23 +67,105 @@ def _err_cell(r, metric: str) -> dict:
         return {"text": "raised", "title": r["error"], "bad": True}
     if r["nonfinite"] > 0:
         return {"text": f"NaN/inf x{int(r['nonfinite'])}", "title": "elements of D that are NaN or inf", "bad": True}
-    return {"text": fmt_num(r[metric]), "title": f"{r['method']} {r['distribution']} K={int(r['K'])}", "bad": False}
+    return {"text": fmt_num(r[metric]), "title": f"{r['method']} {r['distribution']} K={int(r['K'])} {metric}",
+            "bad": False}
 
 
-def accuracy_tables(acc: pd.DataFrame) -> dict:
-    """Two method x (distribution, K) tables: relative Frobenius error and max elementwise relative error."""
+def times(ratio: float, digits: int = 3) -> str:
+    """A ratio as "7.5x", "0.46x" or "1,400x"."""
+    return f"{ratio:.{digits}g}x" if ratio < 1000 else f"{ratio:,.0f}x"
+
+
+def sgemm_ratio(r, sgemm, metric: str = "relerr") -> float | None:
+    """SGEMM's error over the method's on the same inputs (above 1: more accurate than SGEMM); 0 when the
+    method returned NaN/inf; None when either did not run or SGEMM has no finite, nonzero error."""
+    if r is None or sgemm is None or r["error"] or sgemm["error"] or sgemm["nonfinite"] > 0:
+        return None
+    if r["nonfinite"] > 0:
+        return 0.0
+    mine, base = r[metric], sgemm[metric]
+    if not (finite(mine) and finite(base)) or base <= 0:
+        return None
+    return math.inf if mine == 0 else base / mine
+
+
+def _ks_text(ks) -> str:
+    return f"K = {', '.join(str(k) for k in ks)}"
+
+
+def _range(ratios) -> str:
+    lo, hi = times(min(ratios), 2), times(max(ratios), 2)
+    return lo if lo == hi else f"{lo[:-1]}\u2013{hi}"
+
+
+def accuracy_sentence(method: str, dist: str, ratios: dict, median_ratios: dict, raised=()) -> str:
+    """One sentence on a method against SGEMM on one distribution, from {K: SGEMM error / method error} of the
+    relative Frobenius error (0: the method returned NaN/inf) and of the median elementwise error; direction
+    said plainly ("less accurate than SGEMM at every K" when every ratio is below 1)."""
+    label = DIST_LABELS.get(dist, dist)
+    ok = {k: v for k, v in ratios.items() if v > 0}
+    broke = sorted(k for k, v in ratios.items() if v == 0)
+    if not ok:
+        said = f"On {label} inputs, {method} returned NaN/inf at every K measured ({', '.join(map(str, broke))})"
+    else:
+        better = sorted(k for k, v in ok.items() if v > 1)
+        worse = sorted(k for k, v in ok.items() if v < 1)
+        every = not broke and not raised         # "at every K" only when every K gave a finite error
+        if better and worse:
+            direction = f"more accurate than SGEMM at {_ks_text(better)}, less accurate at {_ks_text(worse)}"
+        elif better or worse:
+            word, ks = ("more", better) if better else ("less", worse)
+            at = "every K" if every and len(ks) == len(ok) else _ks_text(ks)
+            direction = f"{word} accurate than SGEMM at {at}"
+        else:
+            direction = "as accurate as SGEMM"
+        said = (f"On {label} inputs, {method} is {_range(ok.values())} as accurate as cuBLAS SGEMM by relative "
+                f"Frobenius error (SGEMM's error / its error, {_ks_text(sorted(ok))}): {direction}")
+        med = [v for k, v in median_ratios.items() if k in ok and v and math.isfinite(v)]
+        if med:
+            said += f"; by median elementwise error, {_range(med)}"
+        if broke:
+            said += f"; NaN/inf at {_ks_text(broke)}"
+    if raised:
+        said += f"; it raised at {_ks_text(sorted(raised))}"
+    return said + "."
+
+
+def accuracy_tables(acc: pd.DataFrame) -> list[dict]:
+    """One table per distribution: a row per method, per K its relative Frobenius, median elementwise and
+    componentwise errors and its accuracy as a multiple of SGEMM's (SGEMM's relative Frobenius error / its own);
+    and a sentence per TCEC method (the stage's method on each backend, no variant) against SGEMM."""
     dists = [d for d in DISTRIBUTIONS if (acc["distribution"] == d).any()] + \
         sorted(set(acc["distribution"]) - set(DISTRIBUTIONS))
-    cols = [(d, int(k)) for d in dists for k in sorted(set(acc.loc[acc["distribution"] == d, "K"].dropna()))]
     last = {(r["method"], r["distribution"], int(r["K"])): r for _, r in acc.dropna(subset=["K"]).iterrows()}
-    methods = sorted({(r["stage"], r["backend"], r["method"], r["precision"]) for _, r in acc.iterrows()},
-                     key=lambda m: _method_order(*m[:3]))
     tables = []
-    for metric, title in (("relerr", "Relative Frobenius error"), ("max_relerr", "Max elementwise relative error")):
-        rows = [{"method": m, "backend": b, "precision": p,
-                 "cells": [_err_cell(last.get((m, d, k)), metric) for d, k in cols]} for _, b, m, p in methods]
-        tables.append({"title": title, "rows": rows})
-    return {"dists": [(d, sum(1 for c in cols if c[0] == d)) for d in dists], "cols": cols, "tables": tables}
+    for dist in dists:
+        at = acc[acc["distribution"] == dist]
+        ks = [int(k) for k in sorted(set(at["K"].dropna()))]
+        methods = sorted({(r["stage"], r["backend"], r["method"], r["precision"]) for _, r in at.iterrows()},
+                         key=lambda m: _method_order(*m[:3]))
+        rows, sentences = [], []
+        for stage, backend, m, precision in methods:
+            cells = []
+            for k in ks:
+                r, base = last.get((m, dist, k)), last.get((SGEMM, dist, k))
+                ratio = sgemm_ratio(r, base)
+                cells += [_err_cell(r, metric) for metric, _ in METRICS]
+                cells.append({"text": "" if ratio is None or m == SGEMM else "NaN/inf" if ratio == 0 else times(ratio),
+                              "title": f"SGEMM's relative Frobenius error / {m}'s, {dist} K={k}",
+                              "bad": ratio is not None and ratio < 1})
+            rows.append({"method": m, "precision": precision, "cells": cells})
+            if stage == NUMBER and not variant_of(stage, m):
+                got = {k: last.get((m, dist, k)) for k in ks}
+                ratios = {k: sgemm_ratio(r, last.get((SGEMM, dist, k))) for k, r in got.items()}
+                ratios = {k: v for k, v in ratios.items() if v is not None}
+                medians = {k: sgemm_ratio(got[k], last.get((SGEMM, dist, k)), "median_relerr") for k in ratios}
+                raised = [k for k, r in got.items() if r is not None and r["error"]]
+                if ratios:
+                    sentences.append({"method": m, "text": accuracy_sentence(m, dist, ratios, medians, raised)})
+        tables.append({"dist": dist, "label": DIST_LABELS.get(dist, dist), "ks": ks, "rows": rows,
+                       "sentences": sentences, "sizes": sorted({int(v) for v in at["M"].dropna()})})
+    return tables
 
 
 def worse_rows(acc: pd.DataFrame) -> tuple[list[str], list[dict]]:
@@ -103,8 +192,7 @@ def worse_rows(acc: pd.DataFrame) -> tuple[list[str], list[dict]]:
             elif not math.isfinite(e.iloc[-1]):
                 cells.append("NaN/inf")
             elif math.isfinite(base) and base > 0:
-                ratio = e.iloc[-1] / base
-                cells.append(f"{ratio:.3g}x" if ratio < 1000 else f"{ratio:,.0f}x")
+                cells.append(times(e.iloc[-1] / base))
             else:
                 cells.append("")
         rows.append({"backend": BACKEND_NAMES.get(backend, backend), "distribution": dist, "K": k,
@@ -137,14 +225,17 @@ def _best_tcec(f8: pd.DataFrame) -> pd.Series | None:
     return first.loc[first["tflops"].idxmax()]
 
 
+FIG8_ERRORS = ("relerr", "median_relerr", "componentwise", "seed002_max_relerr")
+
+
 def fig8_context(f8: pd.DataFrame, ceilings: dict | None) -> dict:
     """Figure 8's rows, and the paper's A100 figure beside ours, each against its own GPU's fp32 numbers."""
     rows = []
     for _, r in f8.sort_values(["K"]).iterrows():
         rows.append({"k": fmt_num(r["K"]), "method": r["method"], "launch": r["launch"], "tflops": fmt_num(r["tflops"]),
                      "x_sgemm": f"{r['x_sgemm']:.2f}x" if finite(r["x_sgemm"]) else "",
-                     "max_relerr": "NaN/inf" if r["nonfinite"] > 0 else fmt_num(r["max_relerr"]),
-                     "relerr": "NaN/inf" if r["nonfinite"] > 0 else fmt_num(r["relerr"]), "error": r["error"]})
+                     "errors": ["NaN/inf" if r["nonfinite"] > 0 else fmt_num(r[m]) for m in FIG8_ERRORS],
+                     "error": r["error"]})
     measured = (ceilings or {}).get("measured") or {}
     fma = positive(measured.get("fp32_fma_tflops"))
     best = _best_tcec(f8)
@@ -194,12 +285,13 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
     fma = positive(((ceilings or {}).get("measured") or {}).get("fp32_fma_tflops"))
     if fma:
         refs.append((f"this GPU's measured FP32 FMA peak {fma:.1f}", fma, "-."))
-    acc_png = tcec_figures.accuracy_vs_k(acc, report_dir / PNGS[0]) if acc is not None else None
+    acc_png = tcec_figures.accuracy_vs_k(acc, report_dir / PNGS[0], DISTRIBUTIONS, DIST_LABELS) if acc is not None else None
     pareto_png = tcec_figures.pareto(points, report_dir / PNGS[1]) if not points.empty else None
     fig8_png = tcec_figures.fig8(f8, report_dir / PNGS[2], refs) if f8 is not None else None
     variants, worse = worse_rows(acc) if acc is not None else ([], [])
     return {
-        "notes": notes, "max_relerr_definition": MAX_RELERR_DEFINITION,
+        "notes": notes, "definitions": [(label, METRIC_DEFINITIONS[m]) for m, label in METRICS],
+        "seed002_definition": SEED002_MAX_RELERR_DEFINITION,
         "acc_png": acc_png and acc_png.name, "acc": accuracy_tables(acc) if acc is not None and len(acc) else None,
         "acc_source": _provenance(acc), "worse_variants": variants, "worse": worse,
         "pareto_png": pareto_png and pareto_png.name, "pareto_shape": shape,
