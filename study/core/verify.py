@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from study.core.contract import DTYPES
-from study.core.schema import ELEMENT_MODEL, ELEMENT_SIGMAS, TOLERANCE
+from study.core.schema import ELEMENT_MODEL, ELEMENT_SIGMAS, tolerance
 
 
 @dataclass
@@ -120,13 +120,13 @@ def element_bound(precision: str, terms: Terms, ref: torch.Tensor, k: int, out_d
 def judge(out: torch.Tensor, ref: torch.Tensor, precision: str, terms=None, k: int | None = None) -> Verdict:
     """D against the float64 reference.  NaN or inf anywhere (an unwritten element included) fails; then:
 
-    * the relative Frobenius error must be within the precision's tolerance (schema.TOLERANCE);
+    * the relative Frobenius error must be within the precision's tolerance at this K (schema.tolerance);
     * with `terms` (a callable giving reference_terms) and K, every element must be within its own bound
       (element_bound), so that one wrong element fails as well as a wrong matrix; and where D cancels (a
       1x1x1 product with beta C close to -alpha A B, say), the Frobenius error is measured against the norm of
       the terms instead of D's, ||D - ref|| <= tol max(||ref||, ||terms.l2||): still the label's own
       precision, never a looser fallback, so TF32 posing as fp32 fails every shape."""
-    tol = TOLERANCE[precision]
+    tol = tolerance(precision, k)
     d = out.double()
     bad = int((~torch.isfinite(d)).sum())
     if bad:
