@@ -14,8 +14,10 @@ What each figure shows (every one zooms, toggles a trace on a legend click and i
 * cross_gpu(frames): the same implementations at the largest square size every GPU measured, a bar per GPU.
 
 One look on every figure and page: colour is the backend (backend_colour), the marker symbol the stage, a
-variant is its stage's symbol with a dot in it, a baseline has a fixed symbol of its own (stage_symbol).  A
-failed row (passed false) is drawn hollow (hatched, for a bar) and its hover says FAILED.  Hovering a point
+variant is its stage's symbol outlined in black (plotly's "-dot" form of it), a baseline has a fixed symbol of
+its own (stage_symbol, marker_line).  A failed row (passed false) is drawn hollow (hatched, for a bar) and its
+hover says FAILED.  Legends sit below the plot, a column per backend, one for the baselines and one for the
+ceilings and other lines.  Hovering a point
 shows its implementation, precision, shape, TFLOP/s, percentage of its named baseline, relerr, SM clock and
 commit (HOVER_FIELDS).
 
@@ -83,8 +85,8 @@ FAMILIES: dict[str, Family] = {
     "tf32": Family("tf32 tensor cores (fp32 inputs rounded to tf32)", "tf32 (fp32 inputs)",
                    lambda d: (d["dtype"] == "fp32") & (d["precision"] == "tf32"),
                    frozenset({"tf32_tc_tflops", "mma_sync_tf32_tflops"})),
-    "fp32_reduced": Family("fp32 inputs computed below fp32 accuracy on fp16 tensor cores "
-                           "(inputs rounded to fp16, splits that lose their correction's bits)",
+    "fp32_reduced": Family("fp32 inputs computed below fp32 accuracy (inputs rounded to fp16, or split with a "
+                           "lossy correction)",
                            "fp32 inputs, below fp32 accuracy",
                            lambda d: (d["dtype"] == "fp32") & ~_fp32_accurate(d) & (d["precision"] != "tf32"),
                            frozenset({"fp16_tc_tflops", "mma_sync_fp16_tflops"}) | _split_keys({"fp16_tc_tflops"})),
@@ -309,10 +311,11 @@ def _ranks(rows: pd.DataFrame) -> dict:
 
 
 def _points(rows: pd.DataFrame, x: str, *, unit: str, ranks: dict, several: set[str], y: str = "tflops",
-            mode: str = "markers",
-            error: str = "relerr", error_label: str = "relerr", extra: tuple[tuple[str, str], ...] = (),
-            xvalues=None) -> list[go.Scatter]:
-    """A scatter trace per series: colour by backend, symbol by stage, hollow where the check failed."""
+            mode: str = "markers", error: str = "relerr", error_label: str = "relerr",
+            extra: tuple[tuple[str, str], ...] = (), xvalues: pd.Series | None = None) -> list[go.Scatter]:
+    """A scatter trace per series: colour by backend, symbol by stage, hollow where the check failed.  `x` and
+    `y` name the columns drawn (`xvalues`, by row, replaces `x` on a categorical axis); `extra` adds (label,
+    column) lines to the hover."""
     traces = []
     for key, g in _series(rows):
         g = g.sort_values(x) if xvalues is None else g.assign(_x=xvalues.loc[g.index]).sort_values("_x")
