@@ -106,7 +106,7 @@ def test_hover_names_every_field_on_every_point(data):
         traces = point_traces(fig)
         assert traces, f"{name} {element_id}: no points"
         for t in traces:
-            unit = "TOP/s" if "int8" in element_id else "TFLOP/s"
+            unit = "TOP/s" if str(t.customdata[-1][1]).startswith(("int", "uint")) else "TFLOP/s"
             for field in ia.HOVER_FIELDS:
                 field = unit if field == "TFLOP/s" else field
                 if element_id == "fig-pareto" and field == "relerr":

@@ -230,7 +230,8 @@ def _rank(stage: str, backend: str, impl: str, dtype: str) -> tuple:
 
 # --- hover ---------------------------------------------------------------------------------------------
 
-# What a point's hover names, in the template's words: tests/test_interactive.py reads every template for them.
+# What a point's hover names, in the template's words ("TFLOP/s" is "TOP/s" on integer figures, "relerr" the
+# error's own name on a Pareto plot): tests/test_interactive.py reads every template for them.
 HOVER_FIELDS = ("implementation", "precision", "shape MxNxK", "TFLOP/s", "vs baseline", "relerr", "SM clock",
                 "commit")
 
@@ -267,7 +268,7 @@ def _customdata(rows: pd.DataFrame, error: str = "relerr", extra: tuple[str, ...
 def hovertemplate(unit: str = "TFLOP/s", error_label: str = "relerr", extra: tuple[str, ...] = ()) -> str:
     """The hover of a point whose customdata is _customdata()'s; `extra` labels its extra columns."""
     lines = ["implementation: <b>%{customdata[0]}</b>%{customdata[8]}", "precision: %{customdata[1]}",
-             "shape MxNxK: %{customdata[2]}", f"{unit} ({HOVER_FIELDS[3]}): %{{customdata[3]}}",
+             "shape MxNxK: %{customdata[2]}", f"{unit}: %{{customdata[3]}}",
              "vs baseline: %{customdata[4]}", f"{error_label}: %{{customdata[5]}}", "SM clock: %{customdata[6]}",
              "commit: %{customdata[7]}"]
     lines += [f"{label}: %{{customdata[{9 + i}]}}" for i, label in enumerate(extra)]
