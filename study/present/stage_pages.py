@@ -1,0 +1,195 @@
+"""One page per stage, <report dir>/stage-<number>.html: its CUDA, Triton and Gluon sources side by side,
+highlighted, with what the study knows of it.
+
+A page holds, in order: the stage's title, seed citation, the CUDA file's header comment as prose, its summary and
+each backend's note (study/core/stages.py); the three forms; its rows of results.csv at every size; its ncu
+counters (profile.csv) and its claims against them (study/present/hierarchy.py); its compute-sanitizer records
+(gpu-evidence.json, as recorded: whether a record's key is current needs torch and Triton, which the report never
+imports; tests/test_evidence.py checks that); and what Triton emitted for its Triton and Gluon forms (ptx.json,
+written by python -m study.ptx).  gpu-evidence.json and ptx.json are repository-wide: they are read from the
+report's folder, its parent, or the repository's reports/, whichever has them first.
+
+study.registry imports torch, so this module does not read it: a stage's forms are found by the registry's own
+naming rule (cuda_kernels/<key>.cu, triton_kernels/<key>.py, triton_kernels/gluon/<key>.py) and its
+implementations by their names (<backend>:<key>[-<variant>]) and the results' stage column.
+"""
+from __future__ import annotations
+
+import re
+from itertools import takewhile
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import CudaLexer, PythonLexer
+
+from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
+from study.core.stages import STAGES, Stage
+from study.measure.frame import load_json
+from study.present import hierarchy
+from study.present.formatting import fmt_num
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+BACKENDS = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
+FORMATTER = HtmlFormatter(cssclass="hl")
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+def page_name(s: Stage) -> str:
+    return f"stage-{s.number}.html"
+
+
+def form_path(s: Stage, backend: str) -> Path:
+    return {"cuda": CUDA_DIR / f"{s.key}.cu", "triton": TRITON_DIR / f"{s.key}.py",
+            "gluon": TRITON_DIR / "gluon" / f"{s.key}.py"}[backend]
+
+
+def of_stage(s: Stage, impl: str) -> bool:
+    """Whether implementation `impl` ("<backend>:<key>[-<variant>]") is one of stage s's."""
+    body = impl.split(":", 1)[-1]
+    return body == s.key or body.startswith(f"{s.key}-")
+
+
+def repo_file(report_dir: Path, name: str) -> dict | None:
+    """A repository-wide JSON file: beside the results, one folder up (reports/<gpu>/), or the repository's."""
+    for d in (report_dir, report_dir.parent, ROOT / "reports"):
+        data = load_json(d / name)
+        if data is not None:
+            return data
+    return None
+
+
+# --- the page's parts ----------------------------------------------------------------------------------------
+
+def header(path: Path) -> dict:
+    """A .cu file's opening // comment: its first line, and its paragraphs ("Label:  text" or unlabelled)."""
+    lines = [ln[2:].removeprefix(" ") for ln in takewhile(lambda ln: ln.startswith("//"),
+                                                           path.read_text().splitlines())]
+    paras, new = [], True
+    for ln in lines[1:]:
+        m = re.match(r"([A-Z][\w ]*):\s+(.*)", ln)
+        if m or (new and ln.strip()):
+            paras.append({"label": m[1] if m else "", "text": (m[2] if m else ln).strip()})
+        elif ln.strip():
+            paras[-1]["text"] += " " + ln.strip()
+        new = not ln.strip()
+    return {"title": lines[0] if lines else "", "paras": paras}
+
+
+def forms(s: Stage) -> list[dict]:
+    out = []
+    for backend, title in BACKENDS.items():
+        path = form_path(s, backend)
+        form = {"backend": backend, "title": title, "file": path.relative_to(ROOT).as_posix(), "html": None, "lines": 0}
+        if path.exists():
+            text = path.read_text(encoding="utf-8")
+            lexer = CudaLexer() if path.suffix == ".cu" else PythonLexer()
+            form.update(html=Markup(highlight(text, lexer, FORMATTER)), lines=text.count("\n"))
+        out.append(form)
+    return out
+
+
+def result_rows(df: pd.DataFrame, s: Stage) -> list[dict]:
+    """The stage's rows at every size: backends in the study's order, then implementation, dtype and size."""
+    d = df[df["stage"] == s.number]
+    d = d.assign(_b=d["backend"].map({b: i for i, b in enumerate(BACKENDS)}), _s=d["shape_set"] != "square",
+                 _f=d["M"] * d["N"] * d["K"])
+    rows = []
+    for _, r in d.sort_values(["_b", "impl", "dtype", "_s", "_f"]).iterrows():
+        pct = fmt_num(r["pct_cublas"])
+        rows.append({"impl": r["impl"], "dtype": r["dtype"], "precision": r["precision"],
+                     "shape": f"{fmt_num(r['M'])}x{fmt_num(r['N'])}x{fmt_num(r['K'])}", "set": r["shape_set"],
+                     "tflops": fmt_num(r["tflops"]), "pct": f"{pct}% of {r['baseline_impl']}" if pct else "",
+                     "relerr": fmt_num(r["relerr"]), "passed": bool(r["passed"]),
+                     "clock": fmt_num(r["sm_clock_mhz"], 4)})
+    return rows
+
+
+def counters(report_dir: Path, s: Stage) -> dict:
+    """The stage's ncu calls (profile.csv) and its claims against them."""
+    df = hierarchy.load(report_dir / "profile.csv")
+    if df is None:
+        claims = [{"backend": b, "impl": f"{b}:{s.key}", "claim": text, "measured": "no profile.csv here",
+                   "verdict": ""} for b, (text, _) in s.claims.items()]
+        return {"where": "", "rows": [], "claims": claims}
+    agg = hierarchy.per_call(df)
+    mine = set(agg.loc[agg["stage"] == s.number, "impl"])
+    first = df.iloc[0]
+    return {"where": f"{first['gpu']}, commit {first['commit']}",
+            "rows": [r for r in hierarchy.table(agg) if r["impl"] in mine],
+            "claims": [c for c in hierarchy.claims(agg) if c["stage"] == s.number]}
+
+
+def _measured_keys(df: pd.DataFrame) -> dict[str, set[str]]:
+    keys = df["impl_key"].fillna("").astype(str) if "impl_key" in df else pd.Series("", index=df.index)
+    return {impl: set(k) - {""} for impl, k in keys.groupby(df["impl"])}
+
+
+def sanitizer(evidence: dict | None, df: pd.DataFrame, s: Stage) -> list[dict]:
+    """The stage's CUDA implementations' compute-sanitizer records, as recorded, and whether each ran the code
+    that results.csv measured (its code key against the rows' impl_key)."""
+    records = {r["impl"]: r for r in (evidence or {}).get("sanitizer", []) if of_stage(s, r["impl"])}
+    names = set(df.loc[(df["stage"] == s.number) & (df["backend"] == "cuda"), "impl"]) | set(records)
+    measured = _measured_keys(df)
+    out = []
+    for name in sorted(names):
+        r = records.get(name)
+        if r is None:
+            out.append({"impl": name, "outcome": "no record", "tools": [], "recorded": "", "measured": ""})
+            continue
+        errors = r.get("errors", {})
+        tools = [(t, "not run" if t not in errors else "not reached" if errors[t] is None else f"{errors[t]} errors")
+                 for t in TOOLS]
+        same = measured.get(name)
+        out.append({"impl": name, "outcome": r.get("outcome", ""), "tools": tools,
+                    "recorded": f"{r.get('gpu', '')}, commit {r.get('commit', '?')}, {r.get('date', '')}",
+                    "measured": "" if not same else "yes" if same == {r.get("code_key")} else "no"})
+    return out
+
+
+def emitted(ptx: dict | None, evidence: dict | None, s: Stage) -> list[dict]:
+    """ptx.json's summaries of the stage's Triton and Gluon implementations, and whether each summarised the
+    compile units its GPU evidence record proved (the "compiled" part of that record's key)."""
+    proved = {r["impl"]: r for r in (evidence or {}).get("records", [])}
+    out = []
+    for name, e in sorted((ptx or {}).items()):
+        if of_stage(s, name):
+            rec = proved.get(name, {})
+            same = rec.get("parts", {}).get("compiled")
+            out.append({"impl": name, "sentence": e.get("sentence", ""), "units": e.get("units", ""),
+                        "key": str(e.get("key", ""))[:12],
+                        "proved": "" if same is None else f"{'yes' if same == e.get('key') else 'no'} "
+                                                          f"(commit {rec.get('commit', '?')})"})
+    return out
+
+
+# --- the pages -----------------------------------------------------------------------------------------------
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None) -> list[dict]:
+    """Write report_dir/stage-NN.html for every stage of STAGES; return [{number, title, href}] for the index.
+
+    df: the results (study.measure.frame.load_results(report_dir / "results.csv")[0]).  env: a jinja2
+    Environment whose loader finds templates/stage.html.j2 (default: one like the report's)."""
+    report_dir = Path(report_dir)
+    template = (env or _environment()).get_template("stage.html.j2")
+    evidence, ptx = repo_file(report_dir, "gpu-evidence.json"), repo_file(report_dir, "ptx.json")
+    nav = [{"number": s.number, "title": s.title, "href": page_name(s)} for s in STAGES]
+    for i, s in enumerate(STAGES):
+        cuda = form_path(s, "cuda")
+        html = template.render(
+            stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
+            header=header(cuda) if cuda.exists() else None, forms=forms(s),
+            notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
+            rows=result_rows(df, s), counters=counters(report_dir, s), sanitizer=sanitizer(evidence, df, s),
+            emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None, evidence_found=evidence is not None,
+            tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
+        (report_dir / page_name(s)).write_text(html, encoding="utf-8")
+    return nav
