@@ -13,9 +13,12 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 import pytest
 
+pytest.importorskip("plotly", reason="the report's figures need plotly (the GPU image lacks it; the report renders elsewhere)")
+
 from study.measure.frame import load_results, prepare, series_key, variant_of
 from study.present import figures as roofline
-from study.present.report import render, stage_tables
+from study.present.report import render
+from study.present.sections.stages import stage_tables
 from study.measure.accuracy import ACCURACY_COLUMNS, FIG8_COLUMNS
 from study.core.schema import RESULT_COLUMNS
 from study.core.stages import STAGES
@@ -175,16 +178,30 @@ def test_variants_have_their_own_series():
         ["14", "14-markidis", "14-nocorr", "14-tf32"]
 
 
-def test_one_png_per_dtype_or_tensor_core_family(rendered):
-    """fp16 and bf16 share the tensor-core family figure; tf32 rows (fp32 inputs) get one of their own too."""
-    rows = fixture_rows()
-    expected = {f"roofline_{d}.png" for d in set(rows["dtype"]) - {"fp16", "bf16", "int8", "uint8"}}
-    if rows["dtype"].isin(["fp16", "bf16"]).any():
-        expected.add("roofline_fp16_bf16.png")
-    if (rows["precision"] == "tf32").any():
-        expected.add("roofline_tf32.png")
-    assert {p.name for p in rendered.glob("roofline_*.png")} == expected
-    assert (rendered / "tflops_vs_size.png").is_file()
+def test_one_interactive_roofline_per_precision_family(rendered):
+    """Each family present gets its own roofline, and no PNG roofline of an older renderer lingers."""
+    from study.present import interactive
+    df, _ = load_results(rendered / "results.csv")
+    html = (rendered / "index.html").read_text(encoding="utf-8")
+    keys = [k for k, _ in interactive.families(df)]
+    assert len(keys) >= 3
+    for key in keys:
+        assert f'id="{interactive.div_id("roofline", key)}"' in html, key
+    assert not list(rendered.glob("roofline_*.png"))
+    assert (rendered / "plotly.min.js").is_file() and '<script src="plotly.min.js"></script>' in html
+
+
+def test_every_percentage_names_its_baseline(rendered):
+    """A stage table's percentage says what it is of, and the baseline's precision where it is another."""
+    df, _ = load_results(rendered / "results.csv")
+    for t in stage_tables(df):
+        for r in t["rows"]:
+            for c in r["cells"].values():
+                if c and c["pct"]:
+                    assert c["baseline"], (t["dtype"], r["title"])
+    html = (rendered / "index.html").read_text(encoding="utf-8")
+    assert "% <span class=\"of\">of cublas" in html
+    assert "another precision" in html          # the fixture's TF32 and fp16-input rows against SGEMM
 
 
 # --- degenerate inputs -----------------------------------------------------------------------------
@@ -204,7 +221,7 @@ def test_partial_ceilings_and_nan_rows(tmp_path):
         {"gpu": "Unknown GPU", "measured": {"dram_gbps": None, "fp32_fma_tflops": 50.0}, "datasheet": {}}))
     html = render(tmp_path).read_text(encoding="utf-8")
     assert "FP32 FMA" in html and "not measured" in html
-    assert (tmp_path / "roofline_fp32.png").is_file()
+    assert 'id="fig-roofline-fp32"' in html
 
 
 def test_figures_skip_empty_and_survive_single_rows(tmp_path):
@@ -286,6 +303,123 @@ def test_page_loads_in_headless_chromium(rendered, tmp_path):
         driver.quit()
 
 
+HOVER_FIELDS = ("TFLOP/s", "% of", "relerr", "MHz", "commit")
+
+
+@pytest.mark.browser
+def test_every_figure_renders_and_shows_its_hover_fields(rendered, tmp_path):
+    """Every Plotly figure on the page draws, and hovering a point of each shows the implementation, shape,
+    TFLOP/s, the percentage of its named baseline, relerr, SM clock and commit."""
+    driver = chrome_driver(tmp_path / "profile")
+    try:
+        driver.get((rendered / "index.html").as_uri())
+        figures = driver.execute_script("return Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.id)")
+        assert len(figures) >= 5, figures
+        for fig in figures:
+            hover = driver.execute_script("""
+                const gd = document.getElementById(arguments[0]);
+                if (!gd.querySelector('svg.main-svg')) return null;
+                const i = gd.data.findIndex(t => t.customdata && t.customdata.length && t.hovertemplate);
+                if (i < 0) return '';
+                Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}]);
+                return gd.querySelector('.hoverlayer').textContent;""", fig)
+            assert hover is not None, f"{fig} did not render"
+            assert hover, f"{fig} has no hover text"
+            for field in HOVER_FIELDS:
+                assert field in hover, (fig, field, hover)
+        driver.save_screenshot(str(tmp_path / "figures.png"))
+    finally:
+        driver.quit()
+
+
+@pytest.mark.browser
+def test_results_table_sorts_and_filters(rendered, tmp_path):
+    driver = chrome_driver(tmp_path / "profile")
+    try:
+        driver.get((rendered / "index.html").as_uri())
+        column = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#results-table th')).findIndex(th => th.textContent === 'tflops')")
+        assert column >= 0
+
+        def values():
+            return driver.execute_script(
+                "return Array.from(document.querySelectorAll('#results-table tbody tr')).filter(tr => !tr.hidden)"
+                ".map(tr => tr.cells[arguments[0]].textContent.trim())", column)
+
+        before = values()
+        header = driver.find_elements("css selector", "#results-table th")[column]
+        driver.execute_script("arguments[0].scrollIntoView()", header)
+        header.click()
+        up = [float(v) for v in values() if v]
+        assert up == sorted(up) and up != [float(v) for v in before if v]
+        header.click()
+        down = [float(v) for v in values() if v]
+        assert down == sorted(down, reverse=True)
+        box = driver.find_element("id", "results-filter")
+        box.send_keys("bf16 triton")
+        shown = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#results-table tbody tr')).filter(tr => !tr.hidden)"
+            ".map(tr => tr.textContent)")
+        assert shown and len(shown) < len(before) and all("bf16" in r and "triton" in r for r in shown)
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory) -> Path:
+    """A reports/ folder of two GPUs (the fixture, and the fixture relabelled as an H200), rendered."""
+    from study.present.report import render_landing
+    root = tmp_path_factory.mktemp("landing")
+    for name, gpu in (("h100", "NVIDIA H100 80GB HBM3"), ("h200", "NVIDIA H200")):
+        shutil.copytree(FIXTURE, root / name)
+        rows = fixture_rows().assign(gpu=gpu)
+        rows.to_csv(root / name / "results.csv", index=False)
+        env = json.loads((FIXTURE / "environment.json").read_text())
+        (root / name / "environment.json").write_text(json.dumps({**env, "gpu": gpu}))
+        render(root / name)
+    render_landing(root)
+    return root
+
+
+def test_landing_lists_every_gpu_and_compares_them(landing):
+    html = (landing / "index.html").read_text(encoding="utf-8")
+    refs = parse(landing / "index.html")
+    assert "h100/index.html" in refs.hrefs and "h200/index.html" in refs.hrefs
+    assert 'id="fig-cross-gpu"' in html
+    assert html.index('id="findings"') < html.index('id="gpus"')
+    for href in refs.hrefs:
+        if not is_external(href) and not href.startswith("#"):
+            assert (landing / unquote(href.partition("#")[0])).is_file(), href
+
+
+@pytest.mark.browser
+def test_landing_first_screen_shows_generated_findings(landing, tmp_path):
+    """At 1400 px the first screen holds the findings, and they are the ones the data generates."""
+    from study.present.findings import findings, ptx_facts
+    df, _ = load_results(landing / "h100" / "results.csv")
+    expected = findings(df, landing / "h100", ptx_facts(landing / "h100"))
+    assert expected
+    driver = chrome_driver(tmp_path / "profile")
+    try:
+        driver.get((landing / "index.html").as_uri())
+        items = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#findings li')).map(li => "
+            "[li.textContent, li.getBoundingClientRect().top])")
+        assert [t for t, _ in items] == [f"{f.topic}. {f.text}" for f in expected]
+        assert items[0][1] < 1000, "the first finding is below the first screen"
+        driver.save_screenshot(str(tmp_path / "landing.png"))
+    finally:
+        driver.quit()
+
+
+def test_readme_results_block_is_what_the_data_renders():
+    """The README's results block is generated from reports/h100 (python -m study.report --readme)."""
+    from study.present.report import PRIMARY, README, readme_block, readme_with_block
+    text = README.read_text(encoding="utf-8")
+    assert readme_with_block(text, readme_block(REPO / "reports" / PRIMARY)) == text, \
+        "README.md's results block is stale: run python -m study.report --readme"
+
+
 # --- one current, complete sweep per GPU (python -m study.report --check) ----------------------------------------
 
 def test_the_h100_report_is_one_current_complete_sweep():
@@ -319,6 +453,10 @@ def test_check_names_missing_stale_and_mixed_rows(tmp_path):
 
 
 def test_report_refuses_a_directory_without_results(tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([sys.executable, "-m", "study.report", "--dir", str(tmp_path / "empty")], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "has no results.csv" in done.stderr
     done = subprocess.run([sys.executable, "-m", "study.report", "--dir", str(tmp_path / "none")], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "has no results.csv" in done.stderr

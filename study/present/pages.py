@@ -2,7 +2,8 @@
 
 A stage page module gives `section(df, ceilings, report_dir)`: its data for the page, or None when it has nothing
 to show; the TEMPLATE (in templates/) that renders it, with the data as `page.data`; its anchor ID and NAV link;
-and the data FILES it links to.  The report iterates STAGE_PAGES, so it never names a stage itself.
+the data FILES it links to; and `findings(df, report_dir, n)`: its findings for the front page, as (topic,
+text, chart family) at n^3.  The report iterates STAGE_PAGES, so it never names a stage itself.
 """
 from study.present import tcec
 

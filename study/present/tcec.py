@@ -302,3 +302,27 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
         "fig8_source": _provenance(f8),
     }
 
+
+
+def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
+    """The stage's findings for the front page, as (topic, text, chart family): its fastest fp32-accurate form
+    against SGEMM at n^3, and its accuracy against SGEMM per input distribution (accuracy.csv)."""
+    out = []
+    at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"] & (df["dtype"] == "fp32")]
+    sgemm = at[at["impl"] == SGEMM]
+    stage = at[at["stage"] == NUMBER]
+    own = set(stage.loc[[not variant_of(NUMBER, i) for i in stage["impl"]], "precision"])   # the method's label
+    mine = stage[stage["precision"].isin(own)]
+    if len(sgemm) and len(mine):
+        s, best = sgemm.iloc[-1], mine.loc[mine["tflops"].idxmax()]
+        out.append(("TCEC: fp32 on fp16 tensor cores", (
+            f"At {n}³ on randn inputs, {best['impl']} ({best['precision']}) computes fp32-input GEMMs at "
+            f"{fmt_num(best['tflops'])} TFLOP/s, {best['tflops'] / s['tflops']:.2f}x cuBLAS SGEMM "
+            f"({fmt_num(s['tflops'])}), at relerr {fmt_num(best['relerr'])} against SGEMM's {fmt_num(s['relerr'])}."),
+            "fp32"))
+        acc, _ = load_table(report_dir / "accuracy.csv", ACCURACY_COLUMNS, ACC_NUMERIC)
+        if acc is not None and len(acc):
+            said = [s["text"] for t in accuracy_tables(acc) for s in t["sentences"] if s["method"] == best["impl"]]
+            if said:
+                out.append(("TCEC's accuracy, per input distribution", " ".join(said), ""))
+    return out
