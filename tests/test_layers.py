@@ -48,7 +48,9 @@ def test_the_stage_check_sees_a_stage_number():
 # reached through data (study/core/stages.py) or the report's list of stage pages (study/present/pages.py).
 GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
            "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",
-           "study/present/formatting.py")
+           "study/present/formatting.py", "study/present/interactive.py", "study/present/findings.py",
+           "study/present/stage_pages.py", *(f"study/present/sections/{m}.py" for m in (
+               "__init__", "environment", "figures", "findings", "profile", "results", "stages")))
 
 
 def test_generic_modules_name_no_stage_even_in_prose():

@@ -5,10 +5,14 @@ import json
 
 import pandas as pd
 
+import pytest
+
+pytest.importorskip("plotly", reason="the report's sections need plotly (the GPU image lacks it)")
+
 from study.present import hierarchy
 
 from study.measure import ncu as profile
-from study.present.report import profile_section
+from study.present.sections.profile import profile_section  # noqa: E402
 from study.measure.sanitize import attribute
 
 HEADER = ['"ID"', '"Kernel Name"'] + [f'"{m}"' for m in profile.METRICS.values()]

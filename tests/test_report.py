@@ -303,7 +303,7 @@ def test_page_loads_in_headless_chromium(rendered, tmp_path):
         driver.quit()
 
 
-HOVER_FIELDS = ("TFLOP/s", "% of", "relerr", "MHz", "commit")
+HOVER_FIELDS = ("implementation", "shape", "TFLOP/s", "% of", "MHz", "commit")
 
 
 @pytest.mark.browser
@@ -327,6 +327,7 @@ def test_every_figure_renders_and_shows_its_hover_fields(rendered, tmp_path):
             assert hover, f"{fig} has no hover text"
             for field in HOVER_FIELDS:
                 assert field in hover, (fig, field, hover)
+            assert "relerr" in hover or "relative Frobenius error" in hover, (fig, hover)
         driver.save_screenshot(str(tmp_path / "figures.png"))
     finally:
         driver.quit()

@@ -18,10 +18,8 @@ the load/store path only, an upper bound per wavefront; wgmma's operand reads fr
 writes into it do not pass through the LSU and are not counted.  `--stalls` adds the issue-stall reasons and
 pipe counters of STALL_METRICS (more replay passes, so it is off by default).
 
-Reading: `parse` reads the profiler's output (kernels attributed by marker kernels), and `load` reads the
-older reports/ncu_*.csv files (ncu's raw page with one `PROFILED <implementation>` line per one-kernel range,
-attributed in launch order; when the counts differ the rows keep their kernel names and the mapping is
-reported as unknown rather than guessed).  Reading needs no GPU and imports neither torch nor Triton.
+Reading: `parse` reads the profiler's output (kernels attributed by marker kernels) into profile.csv, a plain
+CSV that pandas reads.  Reading needs no GPU and imports neither torch nor Triton.
 """
 from __future__ import annotations
 
@@ -32,7 +30,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from study.core.paths import BENCH_DIR, ROOT
@@ -279,54 +276,3 @@ def main(argv: list[str] | None = None) -> int:
     print(run(args.n, args.ragged, args.out, _list(args.impls), os.environ.get("NCU", "ncu"), args.keep, args.stalls,
               stages=_list(args.stages), dtypes=_list(args.dtypes), backends=_list(args.backends)))
     return 0
-
-
-# --- the older reports/ncu_*.csv files -------------------------------------------------------------------
-# Column -> (ncu metric, scale to the column's unit).
-COUNTER_COLUMNS = {
-    "registers": ("launch__registers_per_thread", 1),
-    "instructions_m": ("smsp__inst_executed.sum", 1e-6),
-    "dram_read_mb": ("dram__bytes_read.sum", 1e-6),
-    "smem_ld_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 1),
-    "smem_st_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 1),
-    "issue_pct": ("smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
-    "tensor_pct": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 1),
-}
-
-
-@dataclass
-class Profile:
-    source: str
-    machine: dict = field(default_factory=dict)
-    rows: list[dict] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-def load(path: Path | str) -> Profile:
-    path = Path(path)
-    prof = Profile(path.name)
-    text = path.read_text()
-    for line in _lines(text, "MACHINE")[:1]:
-        try:
-            prof.machine = json.loads(line)
-        except json.JSONDecodeError:
-            prof.notes.append("its MACHINE line is not JSON")
-    names, kernels = _lines(text, "PROFILED"), _kernels(text)
-    if kernels is None:
-        prof.notes.append("no ncu table in it")
-        return prof
-    if len(kernels) != len(names):
-        prof.notes.append(f"{len(kernels)} kernels for {len(names)} profiled implementations: "
-                          "kernels are not attributed")
-        names = [""] * len(kernels)
-    for impl, rec in zip(names, kernels):
-        row = {"impl": impl, "kernel": rec["Kernel Name"], "ms": rec.get(TIME_METRIC)}
-        for col, (metric, k) in COUNTER_COLUMNS.items():
-            v = rec.get(metric)
-            row[col] = v * k if v is not None else None
-        prof.rows.append(row)
-    return prof
-
-
-def load_all(report_dir: Path) -> list[Profile]:
-    return [load(p) for p in sorted(Path(report_dir).glob("ncu_*.csv"))]

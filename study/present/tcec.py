@@ -21,7 +21,7 @@ from study.core import stages
 from study.measure.accuracy import (ACCURACY_COLUMNS, DISTRIBUTIONS, FIG8_COLUMNS, METRIC_DEFINITIONS,
                                     SEED002_MAX_RELERR_DEFINITION)
 from study.measure.frame import load_table, positive, variant_of
-from study.present import tcec_figures
+from study.present import interactive, tcec_figures
 from study.present.figures import BACKEND_NAMES
 from study.present.formatting import finite, fmt_num
 from study.present.tcec_figures import pareto_front
@@ -295,6 +295,7 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
         "acc_png": acc_png and acc_png.name, "acc": accuracy_tables(acc) if acc is not None and len(acc) else None,
         "acc_source": _provenance(acc), "worse_variants": variants, "worse": worse,
         "pareto_png": pareto_png and pareto_png.name, "pareto_shape": shape,
+        "pareto_html": interactive.pareto(interactive.error_points(points)) if not points.empty else None,
         "pareto": [{"impl": r["impl"], "backend": r["backend"], "precision": r["precision"],
                     "tflops": fmt_num(r["tflops"]), "relerr": fmt_num(r["relerr"]), "front": bool(front[i])}
                    for i, r in points.sort_values("tflops", ascending=False).iterrows()],
