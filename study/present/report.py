@@ -114,7 +114,7 @@ def _summary(d: Path, df: pd.DataFrame, stale: set | None) -> dict:
             "stale": None if stale is None else len(stale), "gpu": _gpu(df, load_json(d / "environment.json"), None),
             "commits": ", ".join(sorted(set(df["commit"]))) if "commit" in df else "",
             "dates": f"{dates[0]} to {dates[-1]}" if dates and dates[0] != dates[-1] else (dates[0] if dates else ""),
-            "profile": (d / "profile.csv").exists()}
+            "profile": (d / "profile.csv").exists(), "missing": 0}
 
 
 def render_landing(root: Path, stale: dict | None = None) -> Path:
@@ -129,7 +129,10 @@ def render_landing(root: Path, stale: dict | None = None) -> Path:
         gpus.append(summary)
         fresh = fresh_rows(df, s or set())
         frames[summary["gpu"] or d.name] = fresh
+        if gpus[0] is not summary:      # measured there but not here: an incomplete sweep says so on the landing page
+            summary["missing"] = len(primary_keys - set(map(_key, df.to_dict("records"))))
         if primary is None:
+            primary_keys = set(map(_key, df.to_dict("records")))
             found = findings(fresh, d, ptx_facts(d))
             charts = [interactive.ladder(fresh, key) for key in ("fp32", "fp16_bf16")]
             primary = {**summary, "findings": found, "charts": [c for c in charts if c]}
