@@ -13,9 +13,9 @@
 //              product), and only in-range outputs are stored - the seed 004 boundary scheme, for any size.
 // Bank use:     As[ty][k] is the same word for a whole warp (broadcast); Bs[k][tx] is 32 consecutive words
 //              (32 banks), so the loads cannot conflict, and no padding is used.  ncu at 4096^3
-//              (reports/ncu_ladder.csv): 0.48M load conflicts on 3.2G load wavefronts (0.01%).  The
+//              (reports/h100/profile.csv): 0.47M load conflicts on 3.2G load wavefronts (0.01%).  The
 //              stores As[ty][tx] and Bs[ty][tx] are 32 consecutive words per warp as well, yet ncu counts
-//              20.4M store conflicts on 134M store wavefronts (15%); the address pattern does not explain
+//              20.4M store conflicts on 155M store wavefronts (13%); the address pattern does not explain
 //              them, and they were not investigated further.
 #include "gemm_common.cuh"
 

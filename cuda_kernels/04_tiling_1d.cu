@@ -19,7 +19,7 @@
 //              in-range outputs are stored; beta == 0 never reads C (gemm_epilogue).
 // Bank use:     As[row][k] is read at one address per warp (all 32 lanes share their rows: a broadcast);
 //              Bs[k][col] is 32 consecutive words.  The stores to shared memory are 32 consecutive words
-//              per warp.  Prediction: no bank conflicts.  ncu (reports/profile.csv): the loads are
+//              per warp.  Prediction: no bank conflicts.  ncu (reports/h100/profile.csv): the loads are
 //              conflict-free, the stores nearly so.
 #include "gemm_common.cuh"
 

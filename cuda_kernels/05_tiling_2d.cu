@@ -23,7 +23,7 @@
 //              distinct vectors 64 words apart, in the same banks (2 wavefronts where 1 would do); B reads
 //              16 distinct vectors 8 words apart, which fall in only 4 of the 8 four-bank groups (4
 //              wavefronts where 2 would do): 96 wavefronts per k-tile where 48 would do.  ncu confirms it
-//              (reports/profile.csv: 268M of 671M shared-load wavefronts are conflicts).
+//              (reports/h100/profile.csv: 268M of 671M shared-load wavefronts are conflicts).
 #include "gemm_common.cuh"
 #include "simt_tile.cuh"
 

@@ -20,7 +20,7 @@
 //              staged D through shared memory; here the fragments are loaded by ldmatrix and multiplied by
 //              mma.sync, the tiles are unpadded and D leaves from the registers.
 // Why faster:  it is not, as registered: the ldmatrix conflicts are the whole story.  ncu at 4096^3 fp16
-//              (reports/profile.csv): 218M of the 268M shared-load wavefronts are bank conflicts (128 per
+//              (reports/h100/profile.csv): 218M of the 268M shared-load wavefronts are bank conflicts (128 per
 //              k16 step and warp instead of 24).  Padding every row by 8 elements (x12_pad8 below) removes
 //              them; stage 13 swizzles instead.
 //

@@ -15,7 +15,7 @@
 //              layouts), and the structure of CUTLASS's sm80 multistage mainloop.
 // Changed:     stage 12 kept the tiles unswizzled, 128x128x32 in 3 slots, checked bounds on every copy and
 //              stored D from the fragments.
-// Why faster:  ncu at 4096^3 fp16 (reports/profile.csv): stage 12 spends 218M of its 268M shared-load
+// Why faster:  ncu at 4096^3 fp16 (reports/h100/profile.csv): stage 12 spends 218M of its 268M shared-load
 //              wavefronts on bank conflicts; here 1.6% are, about what the epilogue's strided reads alone give.
 //              Measured: fp16 477.4 TFLOP/s at 4096^3 on an H100, 63.1% of cuBLAS (reports/h100/results.csv).
 //

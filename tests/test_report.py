@@ -224,17 +224,6 @@ def test_partial_ceilings_and_nan_rows(tmp_path):
     assert 'id="fig-roofline-fp32"' in html
 
 
-def test_figures_skip_empty_and_survive_single_rows(tmp_path):
-    df = fixture_rows()
-    assert roofline.roofline(df.iloc[0:0], None, "fp32", tmp_path / "a.png") is None
-    assert roofline.tflops_vs_size(df.iloc[0:0], tmp_path / "b.png") is None
-    one = df[df["dtype"] == "bf16"].iloc[[0]]
-    assert roofline.roofline(one, None, "bf16", tmp_path / "c.png").is_file()
-    assert roofline.tflops_vs_size(one, tmp_path / "d.png").is_file()
-    nan = one.assign(tflops="nan")
-    assert roofline.roofline(nan, None, "bf16", tmp_path / "e.png") is None
-
-
 # --- command line ----------------------------------------------------------------------------------
 
 def test_cli_renders_without_torch_or_triton(tmp_path):

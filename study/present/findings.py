@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from study.core.stages import STAGES
-from study.measure.frame import load_json, variant_of
+from study.measure.frame import variant_of
 from study.present.formatting import fmt_num
 from study.present.pages import STAGE_PAGES
+from study.present.stage_pages import repo_file
 
 BACKENDS = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
 SGEMM, SGEMM_NAME = "cublas", "cuBLAS SGEMM (fp32, TF32 off)"
@@ -133,14 +134,11 @@ def tensor_core_ladder(at: pd.DataFrame, n: int) -> Finding | None:
 
 
 def _emitted(ptx: dict, impl: str) -> str:
+    """What an implementation's PTX has (reports/ptx.json): its MMA instructions and its copy engines."""
     s = (ptx.get(impl) or {}).get("summary") or {}
     mma = sorted({m.split(" ")[0] for m in s.get("mma") or []})
-    what = [", ".join(mma) if mma else "no MMA (FMA only)"]
-    if s.get("tma"):
-        what.append("TMA copies")
-    if s.get("cp_async"):
-        what.append("cp.async")
-    return " with ".join(what[:1]) + (", " + ", ".join(what[1:]) if len(what) > 1 else "")
+    copies = ["TMA copies"] * bool(s.get("tma")) + ["cp.async"] * bool(s.get("cp_async"))
+    return ", ".join([", ".join(mma) or "no MMA (FMA only)", *copies])
 
 
 def triton_wins(at: pd.DataFrame, n: int, ptx: dict) -> Finding | None:
@@ -182,9 +180,5 @@ def findings(df: pd.DataFrame, report_dir: Path, ptx: dict | None = None) -> lis
 
 
 def ptx_facts(report_dir: Path) -> dict:
-    """reports/ptx.json (python -m study.ptx), from the report's folder or its parent."""
-    for where in (report_dir, report_dir.parent):
-        data = load_json(where / "ptx.json")
-        if data:
-            return data
-    return {}
+    """reports/ptx.json (python -m study.ptx), wherever the stage pages find it."""
+    return repo_file(report_dir, "ptx.json") or {}

@@ -44,7 +44,7 @@ from plotly.subplots import make_subplots
 from study.core.schema import TOLERANCE
 from study.core.stages import STAGES
 from study.measure.frame import NUMERIC_COLUMNS, dtype_order, prepare, series_key, variant_of
-from study.present.figures import (BACKEND_NAMES, DRAM_COLOUR, SPLIT_STAGES, _dram, _limits, _ridge,
+from study.present.figures import (BACKEND_NAMES, DRAM_COLOUR, SPLIT_STAGES, dram_slopes, limits, ridge,
                                    ceiling_values, plottable, split_ceilings, split_key)
 from study.present.formatting import fmt_num
 from study.present.tcec_figures import pareto_front
@@ -436,7 +436,7 @@ def _ceiling_traces(ceils, dram, xlim, unit: str) -> list[go.Scatter]:
     top = max((m or d) for _, _, _, m, d in ceils) if ceils else None
     for gbps, dash, kind in ((dram[0], "solid", "measured"), (dram[1], "dash", "datasheet")):
         if gbps:
-            x_end = min(_ridge(top, gbps), xlim[1]) if top else xlim[1]
+            x_end = min(ridge(top, gbps), xlim[1]) if top else xlim[1]
             name = f"DRAM {gbps:,.0f} GB/s" + (" datasheet" if kind == "datasheet" else "")
             traces.append(go.Scatter(
                 x=[xlim[0], x_end], y=[gbps * xlim[0] / 1000, gbps * x_end / 1000], name=name, text=["", ""],
@@ -447,7 +447,7 @@ def _ceiling_traces(ceils, dram, xlim, unit: str) -> list[go.Scatter]:
         for v, gbps, dash, kind in ((m, dram[0], "solid", "measured"), (d, dram[1], "dash", "datasheet")):
             if not v:
                 continue
-            x0 = max(_ridge(v, gbps) or xlim[0], xlim[0])
+            x0 = max(ridge(v, gbps) or xlim[0], xlim[0])
             text = texts.get(key, "") if v == (m or d) else ""
             traces.append(go.Scatter(
                 x=[x0, xlim[1]], y=[v, v], name=f"{label} {v:,.0f}" + (" datasheet" if kind == "datasheet" else ""),
@@ -469,8 +469,8 @@ def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str) -> go.
     fam = _family(family, rows)
     split = [c for s in SPLIT_STAGES if (points["stage"] == s.number).any() for c in split_ceilings(ceilings, s)]
     ceils = [c for c in ceiling_values(ceilings) + split if c[0] in fam.ceilings]
-    dram = _dram(ceilings)
-    xlim, ylim = _limits(points, ceils, dram)
+    dram = dram_slopes(ceilings)
+    xlim, ylim = limits(points, ceils, dram)
     fig = go.Figure()
     per_op = "OP" if fam.unit == "TOP/s" else "FLOP"
     fig.add_traces(_points(points, "intensity", unit=fam.unit, ranks=_ranks(points),

@@ -25,7 +25,7 @@ class Context:
     stage_nav: list = field(default_factory=list)
 
 
-from study.present.sections import (environment, figures, findings, profile, results,  # noqa: E402
-                                    stages)
+# The page's order.  Imported last: the section modules read Context's fields, never this module.
+from study.present.sections import environment, figures, findings, profile, results, stages  # noqa: E402
 
 SECTIONS = (findings, figures, stages, profile, environment, results)
