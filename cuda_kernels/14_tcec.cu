@@ -3,20 +3,22 @@
 // Technique:   every fp32 operand x is split into hi = fp16(x) and lo = fp16((x - hi) * 2^11), and the fp32
 //              product is rebuilt from three fp16 tensor-core products:
 //                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped)
-//              hiA hiB collects in a tensor-core accumulator for at most 4 k-tiles (128 k), then is added to
-//              fp32 registers with round-to-nearest FADDs; the two corrections share their own accumulator.
-//              On Hopper this is wgmma (m64n128k16, two warpgroups of 64x128 per 128x128 tile), in two
-//              kernels: the first splits B once into hi/lo fp16 tiles laid out as wgmma reads them; in the
-//              GEMM each warp cp.asyncs its own 16 rows of fp32 A (and 1/8 of the k-tile's split B) into a
-//              4-slot ring and splits A in registers straight into wgmma's A fragments, the split of k-tile
-//              t+1 overlapping the tensor cores' work on tile t.
+//              Before the split, row i of A and column j of B are multiplied by powers of two (exact) that put
+//              each line's largest |x| in [2^14, 2^15), and the epilogue multiplies D back by 2^-(ea_i + eb_j).
+//              hiA hiB leaves the tensor core every k-tile (32 k), added to fp32 registers with round-to-
+//              nearest FADDs; the two corrections share their own accumulator.  On Hopper this is wgmma
+//              (m64n128k16, two warpgroups of 64x128 per 128x128 tile), after two small kernels: tcec_amax
+//              finds each line's max |x|, split_b splits B once into hi/lo fp16 tiles laid out as wgmma reads
+//              them.  In the GEMM each warp cp.asyncs its own 16 rows of fp32 A (and 1/8 of the k-tile's split
+//              B) into a 4-slot ring and splits A in registers straight into wgmma's A fragments, the split of
+//              k-tile t+1 overlapping the tensor cores' work on tile t.
 // Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs.
 //              (6)-(7), its WMMAe idea (fragments built in registers from fp32 data), and its finding that
 //              accumulating inside the tensor cores (which round toward zero) kept Markidis et al.'s method
-//              short of fp32 accuracy.  Variants, one template: tcec_fp16 (the method); tcec_markidis (lo
-//              unscaled, every product in one tensor-core accumulator); tcec_nocorr (hi only, the floor);
-//              tcec_tf32 (3xTF32 on mma.sync m16n8k8: no scaling, no fp16 range limit; an accuracy reference,
-//              not tuned: tf32 wgmma would need both operands K-major).
+//              short of fp32 accuracy.  Variants: tcec_fp16 (the method); tcec_markidis (lo unscaled, every
+//              product in one tensor-core accumulator); tcec_nocorr (hi only, the floor); tcec_tf32 (3xTF32
+//              on mma.sync m16n8k8: fp32's exponent range, no scaling; not tuned); bf16x6 and bf16x9 (the
+//              fp32-emulation shootout: cuBLAS's BF16x9 recipe with TCEC's promotion, below).
 // Changed:     the SIMT ladder (01-09) ends at the FP32 FMA pipe, ~64 TFLOP/s.  Here the multiplies move to
 //              the tensor cores, whose fp16 rate is ~12x that, at the price of 3 products per product and a
 //              split of every operand.
@@ -27,16 +29,20 @@
 // Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's chunks that cross or lie
 //              past M or K go by 4-byte copies that zero-fill (cp.async's src-size; no out-of-range address is
 //              formed, and no 16-byte copy reaches past the matrix); stores are masked.
-// Alignment:   split_b reads B element by element (any alignment).  tcec_* copy A in 16-byte chunks and store D
-//              in 8-byte pairs, so they need 16-byte aligned operand starts and leading dimensions; otherwise
-//              study/registry.py picks tcec_*_unaligned, the same template with 4-byte copies, scalar stores.
-// Range:       the fp16 split needs |x| <= 65504 (beyond it hi is inf and D turns inf/NaN: loud, not silent),
-//              and loses accuracy for |x| < ~2^-14, where lo falls into fp16 subnormals (and hi itself below
-//              2^-24 becomes 0).  tcec_tf32 has neither limit; the report measures both on wide-range inputs.
+// Alignment:   tcec_amax and split_b read element by element (any alignment).  tcec_* copy A in 16-byte chunks
+//              and store D in 8-byte pairs, so they need 16-byte aligned operand starts and leading dimensions;
+//              otherwise study/registry.py picks tcec_*_unaligned, the same template with 4-byte copies.
+// Range:       fp32's, by the scaling.  What remains: a value more than ~2^29 below its row's (or column's)
+//              largest |x| falls into fp16's subnormals and keeps fewer bits (its error is then that small
+//              relative to the line's largest term); a line whose largest |x| is below 2^-112 is scaled by at
+//              most 2^126.  A row of A or column of B holding an inf or a NaN is recomputed in fp32 FMAs
+//              (nonfinite_dot), so inf and NaN come out where, and as, SGEMM's do.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "async_copy.cuh"
 #include "gemm_common.cuh"
+#include "mma_sync.cuh"
 
 namespace {
 
@@ -45,6 +51,74 @@ template <int V> struct Variant_ {};   // a tag, to pick a constructor's variant
 
 constexpr int BM = 128, BN = 128, BK = 32;   // every variant: 128x128 tiles of D, K in steps of 32
 constexpr float LO_SCALE = 2048.0f;          // 2^11, seed 002 eqs. (6)-(7)
+
+// ---- exact power-of-two scaling (the fp16 variants) -------------------------------------------------------
+// An fp16 split holds x to ~22 bits only while |x| lies in about [2^-14, 2^15]: above, hi overflows to inf;
+// below, lo (then hi) falls into fp16's subnormals.  So row i of A is multiplied by 2^ea[i] and column j of B by
+// 2^eb[j] (exact), each chosen to put the line's largest finite |x| in [2^14, 2^15), and the epilogue multiplies
+// the product by 2^-(ea[i] + eb[j]).  A first kernel (tcec_amax) records each line's max |x| as its bits
+// (non-negative floats order as their bits), or INF_BITS where the line holds an inf or a NaN; such lines'
+// results are recomputed in fp32 (nonfinite_dot), so that inf and NaN come out where, and as, SGEMM's do.
+constexpr unsigned INF_BITS = 0x7F800000u;
+
+__device__ __forceinline__ float pow2(int e) { return __int_as_float((e + 127) << 23); }   // e in [-126, 127]
+
+// The e that puts max |x| (as bits) in [2^14, 2^15): 0 for a line of zeros or with an inf or a NaN; at most 126
+// (a line whose max is below 2^-112 is scaled less far: still exact, with less of fp16's range).
+__device__ __forceinline__ int scale_exponent(unsigned bits) {
+    if (bits == 0 || bits >= INF_BITS) return 0;
+    const int log2 = bits >= 0x00800000u ? int(bits >> 23) - 127 : (31 - __clz(int(bits))) - 149;
+    return min(14 - log2, 126);
+}
+
+// v * 2^-e in two exact steps of at most 2^126 each (e reaches +-252): only a subnormal result rounds.
+__device__ __forceinline__ float unscale(float v, int e) {
+    const int h = e >> 1;
+    return v * pow2(-h) * pow2(h - e);
+}
+
+// sum_k A[row][k] B[k][col] by fp32 FMAs in k order: an element whose row of A or column of B holds an inf or NaN.
+__device__ __noinline__ float nonfinite_dot(const float* __restrict__ A, idx_t lda, const float* __restrict__ B,
+                                            idx_t ldb, int K, int row, int col) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s = fmaf(A[row * lda + k], B[(idx_t)k * ldb + col], s);
+    return s;
+}
+
+// tcec_amax's block b of GEMM z: blocks below ceil(M/8) take 8 rows of A (a warp a row) over 256 k; the rest 64
+// columns of B over 256 k (thread t: column t % 64, every fourth row).  Each line's max goes out by atomicMax
+// into amax_a[M] or amax_b[N], which the caller zeroed.
+constexpr int AMAX_ROWS = 8, AMAX_COLS = 64, AMAX_K = 256, AMAX_THREADS = 256;
+
+__device__ __forceinline__ unsigned abs_bits(float x) { return min(__float_as_uint(x) & 0x7FFFFFFFu, INF_BITS); }
+
+__device__ __forceinline__ void line_maxima(const float* __restrict__ A, idx_t lda, const float* __restrict__ B,
+                                            idx_t ldb, int M, int N, int K, unsigned* amax_a, unsigned* amax_b) {
+    const int a_blocks = (M + AMAX_ROWS - 1) / AMAX_ROWS, k0 = blockIdx.y * AMAX_K;
+    unsigned m = 0;
+    if ((int)blockIdx.x < a_blocks) {
+        const int row = blockIdx.x * AMAX_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+        if (row >= M) return;
+#pragma unroll
+        for (int i = 0; i < AMAX_K / 32; ++i) {
+            const int k = k0 + lane + 32 * i;
+            if (k < K) m = max(m, abs_bits(A[row * lda + k]));
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+        if (lane == 0 && m) atomicMax(amax_a + row, m);
+    } else {
+        const int col = (blockIdx.x - a_blocks) * AMAX_COLS + (threadIdx.x % AMAX_COLS);
+        if (col >= N) return;
+        constexpr int STEP = AMAX_THREADS / AMAX_COLS;
+#pragma unroll 16   // independent loads, in flight together
+        for (int i = 0; i < AMAX_K / STEP; ++i) {
+            const int k = k0 + threadIdx.x / AMAX_COLS + STEP * i;
+            if (k < K) m = max(m, abs_bits(B[(idx_t)k * ldb + col]));
+        }
+        if (m) atomicMax(amax_b + col, m);
+    }
+}
 
 // Blocks run in groups of GROUP_M tile-rows, column by column, so that the A panels of a group and the B
 // panel they share stay in L2 while the group sweeps (the plain row-major order streams all of B per row).
@@ -218,6 +292,10 @@ __device__ __forceinline__ void multiply_tile(const float* buf, float (&acc)[MT]
     }
 }
 
+// hi*hi plus the corrections; but where hi*hi is inf or NaN, hi*hi alone: its pattern of inf and NaN is SGEMM's,
+// while an inf's lo is NaN (inf - inf) and would turn an inf into NaN.
+__device__ __forceinline__ float with_corr(float acc, float corr) { return isfinite(acc) ? acc + corr : acc; }
+
 template <bool VEC>
 __device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                                      const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C,
@@ -266,7 +344,8 @@ __device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const flo
             if (row >= M) continue;
 #pragma unroll
             for (int j = 0; j < NT; ++j)
-                store2<VEC>(acc[i][j][2 * h] + corr[i][j][2 * h], acc[i][j][2 * h + 1] + corr[i][j][2 * h + 1],
+                store2<VEC>(with_corr(acc[i][j][2 * h], corr[i][j][2 * h]),
+                            with_corr(acc[i][j][2 * h + 1], corr[i][j][2 * h + 1]),
                             alpha, beta, C, ldc, D, ldd, row, n0 + wn * WARP_N + j * 8 + 2 * tq, N);
         }
 }
@@ -354,16 +433,18 @@ __device__ __forceinline__ void split2(float2 x, unsigned& hi, unsigned& lo) {
 // image: hi at b_offset, lo B_HALVES after it, zeros past K and N.  Thread n splits column n, eight k at a
 // time: a warp's reads are 128 consecutive bytes of a row, its 16-byte writes one contiguous run.
 template <int V>
-__device__ __forceinline__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, __half* __restrict__ ws) {
+__device__ __forceinline__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, __half* __restrict__ ws,
+                                        const unsigned* __restrict__ amax_b) {
     const int kt = blockIdx.x, nb = blockIdx.y, n = threadIdx.x, col = nb * BN + n;
     __half* tile = ws + ((idx_t)nb * gridDim.x + kt) * WS_TILE;
+    const float scale = col < N ? pow2(scale_exponent(amax_b[col])) : 1.0f;
 #pragma unroll
     for (int octet = 0; octet < BK / 8; ++octet) {
         float v[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const int k = kt * BK + 8 * octet + i;
-            v[i] = k < K && col < N ? B[(idx_t)k * ldb + col] : 0.0f;
+            v[i] = k < K && col < N ? B[(idx_t)k * ldb + col] * scale : 0.0f;
         }
         uint4 h, l;
         split2<V>(make_float2(v[0], v[1]), h.x, l.x);
@@ -378,6 +459,7 @@ __device__ __forceinline__ void split_b(const float* __restrict__ B, idx_t ldb, 
 struct Operands {
     const float* A; idx_t lda; int M, K, m0, k_tiles;
     const __half* ws;   // this block's column of split B tiles, k-tile after k-tile
+    int scales;         // ea of this lane's two A rows (16w + g, 16w + g + 8), 16 bits each: one register
 };
 
 // The bytes of a split B tile the GEMM copies: hi and lo, or (tcec_nocorr, which split_b gives no lo) hi only.
@@ -440,29 +522,35 @@ struct FastCopier {
 
 // Warp w's split of a landed slot: its A rows into fragments ah/al (rows g, g+8 of its 16; k pairs 2t, 2t+8
 // of each k16 step).
+__device__ __forceinline__ float2 scaled(const float* p, float s) {
+    const float2 x = *reinterpret_cast<const float2*>(p);
+    return make_float2(x.x * s, x.y * s);
+}
+
 template <int V>
-__device__ __forceinline__ void split_tile(const unsigned char* slot, int warp, int lane, unsigned (&ah)[2][4],
-                                           unsigned (&al)[2][4]) {
+__device__ __forceinline__ void split_tile(const unsigned char* slot, int warp, int lane, int scales,
+                                           unsigned (&ah)[2][4], unsigned (&al)[2][4]) {
+    const float scale[2] = {pow2((scales << 16) >> 16), pow2(scales >> 16)};
     const float* r0 = reinterpret_cast<const float*>(slot) + (16 * warp + (lane >> 2)) * A_PITCH + 2 * (lane & 3);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         const float* p = r0 + 16 * k;
-        split2<V>(*reinterpret_cast<const float2*>(p), ah[k][0], al[k][0]);
-        split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH), ah[k][1], al[k][1]);
-        split2<V>(*reinterpret_cast<const float2*>(p + 8), ah[k][2], al[k][2]);
-        split2<V>(*reinterpret_cast<const float2*>(p + 8 * A_PITCH + 8), ah[k][3], al[k][3]);
+        split2<V>(scaled(p, scale[0]), ah[k][0], al[k][0]);
+        split2<V>(scaled(p + 8 * A_PITCH, scale[1]), ah[k][1], al[k][1]);
+        split2<V>(scaled(p + 8, scale[0]), ah[k][2], al[k][2]);
+        split2<V>(scaled(p + 8 * A_PITCH + 8, scale[1]), ah[k][3], al[k][3]);
     }
     // The slot's B arrived by cp.async, which wgmma (the async proxy) reads only after this fence and the
     // barrier that follows.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// hi*hi collects in `chunk` over CHUNK k-tiles (CHUNK * 32 products) before it leaves the tensor core: the
-// tensor cores' truncation then acts on sums of 128 products instead of K, and the promotion adds cost 16 FADDs
-// a k-tile instead of 64.  (CHUNK 8 measured no faster, and relerr at 4096^3 rose from 2.3e-7 to 3.6e-7.)
-// -DTCEC_CHUNK=N builds another interval (the tuning variant chunk8, study/registry.py VARIANTS).
+// hi*hi collects in `chunk` over CHUNK k-tiles (CHUNK * 32 products) before it leaves the tensor core.  The
+// tensor cores' accumulation truncates, so on all-positive sums its errors point one way and grow with the
+// chunk: at CHUNK 4 the relerr on uniform [0, 1) inputs was 4.7e-7 at every K (2x SGEMM's), a bias.  So the
+// promotion runs every k-tile.  -DTCEC_CHUNK=N builds another interval (the tuning variant chunk4).
 #ifndef TCEC_CHUNK
-#define TCEC_CHUNK 4
+#define TCEC_CHUNK 1
 #endif
 constexpr int CHUNK = TCEC_CHUNK;
 static_assert(CHUNK > 0 && (CHUNK & (CHUNK - 1)) == 0, "chunks are counted with a mask");
@@ -505,7 +593,7 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
     if (t + 1 < o.k_tiles) {
         async_copy::wait_group<RING - 2>();   // this warp's copies of tile t+1 ...
         __syncwarp();                          // ... are visible to all its lanes
-        split_tile<V>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, warp, lane, ah[1 - P], al[1 - P]);
+        split_tile<V>(ring + ((t + 1) & (RING - 1)) * SLOT_BYTES, warp, lane, o.scales, ah[1 - P], al[1 - P]);
     }
     wait<0>();
     hold(acc), hold(chunk), hold(corr), hold(ah[P][0]), hold(ah[P][1]), hold(al[P][0]), hold(al[P][1]);
@@ -520,18 +608,38 @@ __device__ __forceinline__ void k_step(int t, const Operands& o, bool interior, 
 
 }  // namespace wg
 
+// blockIdx.z, read anew: what the epilogue derives from it is then computed there, not kept in registers
+// through the k-loop (where the accumulators leave none to spare).
+__device__ __forceinline__ idx_t batch_index() {
+    unsigned z;
+    asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(z));
+    return z;
+}
+
+// The epilogue's inputs, as the kernel's parameters (constant memory, no registers): GEMM z's start in each.
+struct Late {
+    const float* B; idx_t ldb, batch_b;
+    const unsigned* amax_a;   // [batch][M]
+    const unsigned* amax_b;   // [batch][N]
+};
+
 template <int V, bool VEC>
 __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
-                                           const __half* __restrict__ ws, float beta, const float* __restrict__ C,
-                                           idx_t ldc, float* __restrict__ D, idx_t ldd) {
+                                           const __half* __restrict__ ws, const Late& late, float beta,
+                                           const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
     using namespace wg;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     unsigned char* ring = smem_raw;
     int m0, n0;
     block_origin(M, m0, n0);
     const int k_tiles = (K + BK - 1) / BK;
-    const Operands o{A, lda, M, K, m0, k_tiles, ws + (idx_t)(n0 / BN) * k_tiles * WS_TILE};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int row0 = m0 + 16 * warp + (lane >> 2);      // this lane's A and D rows: row0 and row0 + 8
+    const auto row_max = [&](int h) {   // read again at the end
+        return row0 + 8 * h < M ? late.amax_a[batch_index() * M + row0 + 8 * h] : 0u;
+    };
+    const Operands o{A, lda, M, K, m0, k_tiles, ws + (idx_t)(n0 / BN) * k_tiles * WS_TILE,
+                     (scale_exponent(row_max(0)) & 0xFFFF) | (scale_exponent(row_max(1)) << 16)};
 
     float acc[64], chunk[64], corr[64];
 #pragma unroll
@@ -548,7 +656,7 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     }
     async_copy::wait_group<RING - 2>();
     __syncwarp();
-    split_tile<V>(ring, warp, lane, ah[0], al[0]);
+    split_tile<V>(ring, warp, lane, o.scales, ah[0], al[0]);
     __syncthreads();
     for (int t = 0; t < o.k_tiles; t += 2) {
         k_step<V, VEC, 0>(t, o, interior, fast, ring, warp, lane, acc, chunk, corr, ah, al);
@@ -556,22 +664,238 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     }
     async_copy::wait_all();
 
-    const int g = lane >> 2, tq = lane & 3;
+    const int tq = lane & 3;
+    const idx_t z = batch_index();
+    const float* __restrict__ B = late.B + z * late.batch_b;
+    const unsigned* __restrict__ amax_b = late.amax_b + z * N;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int row = m0 + 16 * warp + g + 8 * h;
+        const int row = row0 + 8 * h;
         if (row >= M) continue;
+        const unsigned rm = row_max(h);
+        const int ea = scale_exponent(rm);
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
+            const int col = n0 + 8 * j + 2 * tq;
+            const unsigned cm0 = col < N ? amax_b[col] : 0u, cm1 = col + 1 < N ? amax_b[col + 1] : 0u;
             float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
             if constexpr (V == TCEC) {
                 v0 += corr[4 * j + 2 * h] * (1.0f / LO_SCALE);
                 v1 += corr[4 * j + 2 * h + 1] * (1.0f / LO_SCALE);
             }
-            store2<VEC>(v0, v1, alpha, beta, C, ldc, D, ldd, row, n0 + 8 * j + 2 * tq, N);
+            store2<VEC>(unscale(v0, ea + scale_exponent(cm0)), unscale(v1, ea + scale_exponent(cm1)), alpha, beta, C,
+                        ldc, D, ldd, row, col, N);
+            // A row or column with an inf or a NaN: its elements again, as SGEMM computes them.
+            const bool bad_row = rm >= INF_BITS;
+            if (col < N && (bad_row || cm0 >= INF_BITS))
+                D[row * ldd + col] = gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col), alpha, beta, C, ldc, row, col);
+            if (col + 1 < N && (bad_row || cm1 >= INF_BITS))
+                D[row * ldd + col + 1] =
+                    gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col + 1), alpha, beta, C, ldc, row, col + 1);
         }
     }
 }
+
+// ---- bf16x6 and bf16x9: the fp32-emulation shootout's fused bf16 recipes ---------------------------------------
+// Every fp32 x is split into three bf16 parts, each rounded to nearest: x0 = bf16(x), x1 = bf16(x - x0),
+// x2 = bf16(x - x0 - x1) (the differences exact in fp32; bf16 keeps fp32's exponent, so nothing is scaled).
+// bf16x9 sums all nine products ai bj, bf16x6 the six with i + j <= 2 (those it drops are below ~2^-24 |a b|):
+// cuBLAS's BF16x9 recipe (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUDA 12.9, Blackwell only), here with TCEC's
+// promotion: a0 b0 leaves the tensor core every k16 step (mma.sync m16n8k16 into a zero accumulator, added to
+// fp32 registers by round-to-nearest FADDs), the smaller products share one tensor-core accumulator.  The
+// kernel is shaped as tcec_tf32: 128x128 tiles, 8 warps of 64x32, raw fp32 k-tiles by cp.async into a 2-slot
+// ring, each thread splitting the chunks it copied into three bf16 tiles of A and three of B, ldmatrix fragments.
+// Range: x0 of a finite |x| >= 2^128 (1 - 2^-9), which would round to inf, is truncated instead; x2 underflows
+// for |x| below ~2^-110 (precision goes gradually), and |x| <= 2^-134 is 0.  An inf's lower parts are NaN, so
+// where a0 b0's sum is inf or NaN it alone is kept (its pattern is SGEMM's).
+namespace bf16x {
+
+using Bf16 = Elem<__nv_bfloat16>;
+
+constexpr int THREADS = 256;
+constexpr int WARP_M = 64, WARP_N = 32, MT = WARP_M / 16, NT = WARP_N / 8;   // 4 x 4 m16n8 tiles a warp
+// bf16 rows padded by 8 elements: A rows of 80 bytes and B rows of 272 are odd counts of 16 bytes, so the 8
+// rows of each ldmatrix matrix fall in 8 different groups of 4 banks.
+constexpr int A_PITCH = BK + 8, B_PITCH = BN + 8;
+constexpr int A_PART = BM * A_PITCH * 2, B_PART = BK * B_PITCH * 2;   // bytes of one part's tile
+constexpr int BUFFER = 3 * (A_PART + B_PART);                          // bytes: A0 A1 A2 B0 B1 B2
+constexpr int SLOT = (BM * BK + BK * BN) * 4, RING = 2;                // bytes: raw fp32 A and B
+constexpr int SMEM_BYTES = 2 * BUFFER + RING * SLOT;                   // 179200
+static_assert(SMEM_BYTES <= 227 * 1024, "an H100 block has at most 227 KB of shared memory");
+
+// Thread t copies and splits chunks (4 floats) t + 256 i, i < 4, of A and of B.  B chunk c is k-row c / 32,
+// columns 4 (c % 32): a warp stores one 256-byte run of a bf16 row.  A chunk c is columns 4 (c % 8) of row
+// a_row(c / 8) + 32 i, a_row permuting each 8 rows so that a half-warp's 8-byte stores of the split cover two
+// rows 4 apart (80 x 4 bytes, 16 banks apart: no conflict) instead of two adjacent ones.  The raw chunk waits in
+// its ring slot at 16 c bytes (B's after A's), where only its own thread reads it, so the ring needs no barrier.
+struct Chunks {
+    int a_row, a_col, b_row, b_col;   // of the first chunk (i = 0) in a tile
+    int a_dst, b_dst;                 // byte offsets of the first chunk's parts in a part's tile
+
+    __device__ __forceinline__ explicit Chunks(int tid) {
+        const int q = tid >> 3;
+        a_row = (q & ~7) | ((q & 1) << 2) | ((q >> 1) & 3);
+        a_col = 4 * (tid & 7);
+        b_row = tid >> 5;
+        b_col = 4 * (tid & 31);
+        a_dst = (a_row * A_PITCH + a_col) * 2;
+        b_dst = (b_row * B_PITCH + b_col) * 2;
+    }
+};
+
+template <bool VEC>
+__device__ __forceinline__ void copy_tiles(unsigned char* slot, const Chunks& ch, const float* __restrict__ A,
+                                           idx_t lda, const float* __restrict__ B, idx_t ldb, int M, int N, int K,
+                                           int m0, int n0, int k0) {
+    float* a = reinterpret_cast<float*>(slot) + 4 * threadIdx.x;
+    float* b = a + BM * BK;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        copy4<VEC>(a + 4 * THREADS * i, A, lda, m0 + ch.a_row + 32 * i, k0 + ch.a_col, M, K);
+        copy4<VEC>(b + 4 * THREADS * i, B, ldb, k0 + ch.b_row + 8 * i, n0 + ch.b_col, K, N);
+    }
+}
+
+// x0's input: a finite |x| >= 0x7F7F8000 (2^128 (1 - 2^-9)) would round to inf in bf16, so it is truncated to
+// bf16's largest finite value instead (x - x0 stays exact); inf truncates to itself, and NaN fails the test.
+__device__ __forceinline__ float top_safe(float x) {
+    return fabsf(x) >= __uint_as_float(0x7F7F8000u) ? __uint_as_float(__float_as_uint(x) & 0xFFFF0000u) : x;
+}
+
+// Four consecutive values -> their three bf16 parts, each 4 elements (8 bytes) at p + part * stride.
+__device__ __forceinline__ void split4(const float4 v, unsigned char* p, int stride) {
+    float r[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int part = 0; part < 3; ++part) {
+        uint2 h;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const float lo = part ? r[2 * e] : top_safe(r[2 * e]), hi = part ? r[2 * e + 1] : top_safe(r[2 * e + 1]);
+            const uint32_t w = Bf16::pack(lo, hi);   // lo in the low half: the lower address
+            // exact: the error of a rounding to bf16 (whose value is w's half, shifted to fp32's high bits)
+            r[2 * e] -= __uint_as_float(w << 16), r[2 * e + 1] -= __uint_as_float(w & 0xFFFF0000u);
+            (e ? h.y : h.x) = w;
+        }
+        *reinterpret_cast<uint2*>(p + part * stride) = h;
+    }
+}
+
+__device__ __forceinline__ void split_tiles(const unsigned char* slot, unsigned char* buf, const Chunks& ch) {
+    const float4* a = reinterpret_cast<const float4*>(slot) + threadIdx.x;
+    const float4* b = a + BM * BK / 4;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        split4(a[THREADS * i], buf + ch.a_dst + 32 * i * A_PITCH * 2, A_PART);
+        split4(b[THREADS * i], buf + 3 * A_PART + ch.b_dst + 8 * i * B_PITCH * 2, B_PART);
+    }
+}
+
+// One warp's share of one split k-tile (shared address buf; a_frag and b_frag: this lane's ldmatrix offsets).
+// Per k16 step: a0 b0 into a zero accumulator, then added to acc; the other products into corr, smallest first.
+template <int PRODUCTS>
+__device__ __forceinline__ void multiply_tile(uint32_t buf, uint32_t a_frag, uint32_t b_frag,
+                                              float (&acc)[MT][NT][4], float (&corr)[MT][NT][4]) {
+#pragma unroll 1   // unrolled, ptxas hoisted the second step's fragments too and spilled at 255 registers
+    for (int kk = 0; kk < BK / 16; ++kk) {
+        uint32_t b[3][NT / 2][4];   // per part, a pair of n8 tiles per ldmatrix.x4.trans
+#pragma unroll
+        for (int p = 0; p < 3; ++p)
+#pragma unroll
+            for (int jj = 0; jj < NT / 2; ++jj)
+                ldsm_x4_trans(b[p][jj], buf + 3 * A_PART + p * B_PART + b_frag + (16 * kk * B_PITCH + 16 * jj) * 2);
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            uint32_t a[3][4];
+#pragma unroll
+            for (int p = 0; p < 3; ++p) ldsm_x4(a[p], buf + p * A_PART + a_frag + (16 * i * A_PITCH + 16 * kk) * 2);
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int jj = j / 2, h = 2 * (j % 2);
+                auto product = [&](float (&d)[4], int pa, int pb) {
+                    Bf16::mma(d, a[pa], b[pb][jj][h], b[pb][jj][h + 1]);
+                };
+                float p00[4] = {0.f, 0.f, 0.f, 0.f};
+                product(p00, 0, 0);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] += p00[e];   // round-to-nearest, outside the tensor core
+                if constexpr (PRODUCTS == 9) {
+                    product(corr[i][j], 2, 2);
+                    product(corr[i][j], 1, 2);
+                    product(corr[i][j], 2, 1);
+                }
+                product(corr[i][j], 0, 2);
+                product(corr[i][j], 1, 1);
+                product(corr[i][j], 2, 0);
+                product(corr[i][j], 0, 1);
+                product(corr[i][j], 1, 0);
+            }
+        }
+    }
+}
+
+template <int PRODUCTS, bool VEC>
+__device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
+                                     const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C,
+                                     idx_t ldc, float* __restrict__ D, idx_t ldd) {
+    static_assert(PRODUCTS == 6 || PRODUCTS == 9, "bf16x6 or bf16x9");
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    unsigned char* ring = smem_raw + 2 * BUFFER;   // two split buffers, then the ring
+    const uint32_t bufs = async_copy::smem_u32(smem_raw);
+    int m0, n0;
+    block_origin(M, m0, n0);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wm = warp / (BN / WARP_N), wn = warp % (BN / WARP_N);
+    const Chunks ch(threadIdx.x);
+    // ldmatrix lane l points at row l % 16, column 8 (l / 16) of a 16x16 block: of A (rows m, columns k) for an
+    // m16 tile, of B (rows k, columns n) for a pair of n8 tiles.
+    const uint32_t a_frag = ((wm * WARP_M + lane % 16) * A_PITCH + 8 * (lane / 16)) * 2;
+    const uint32_t b_frag = ((lane % 16) * B_PITCH + wn * WARP_N + 8 * (lane / 16)) * 2;
+
+    float acc[MT][NT][4], corr[MT][NT][4];
+    zero_fragments(acc);
+    zero_fragments(corr);
+
+    // The ring runs one k-tile ahead of the split, the split one ahead of the multiplies.
+    const int k_tiles = (K + BK - 1) / BK;
+    copy_tiles<VEC>(ring, ch, A, lda, B, ldb, M, N, K, m0, n0, 0);
+    async_copy::commit();
+    async_copy::wait_group<0>();
+    split_tiles(ring, smem_raw, ch);
+    __syncthreads();
+    for (int t = 0; t < k_tiles; ++t) {
+        const bool more = t + 1 < k_tiles;
+        unsigned char* next = ring + ((t + 1) % RING) * SLOT;
+        if (more) copy_tiles<VEC>(next, ch, A, lda, B, ldb, M, N, K, m0, n0, (t + 1) * BK);
+        async_copy::commit();
+        multiply_tile<PRODUCTS>(bufs + (t & 1) * BUFFER, a_frag, b_frag, acc, corr);
+        if (more) {
+            async_copy::wait_group<0>();
+            split_tiles(next, smem_raw + ((t + 1) & 1) * BUFFER, ch);
+        }
+        __syncthreads();   // the next buffer is complete, and nobody still reads this one when it is refilled
+    }
+
+    // Lanes 2s and 2s+1 trade halves of their pairs, so that the even one holds row g, columns 4s .. 4s+3 of an
+    // n8 tile and the odd one the same of row g+8: gemm_common.cuh's store_row4 then stores 16-byte runs.
+    const int g = lane >> 2, odd = lane & 1, col4 = 4 * ((lane & 3) >> 1);
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e)   // an inf's corrections are NaN: a0 b0 alone where it is inf or NaN
+                v[e] = isfinite(acc[i][j][e]) ? acc[i][j][e] + corr[i][j][e] : acc[i][j][e];
+            const float s0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? v[0] : v[2], 1);
+            const float s1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? v[1] : v[3], 1);
+            const float out[4] = {odd ? s0 : v[0], odd ? s1 : v[1], odd ? v[2] : s0, odd ? v[3] : s1};
+            const int row = m0 + wm * WARP_M + 16 * i + g + 8 * odd;
+            if (row < M)
+                store_row4<VEC>(out, alpha, beta, C, ldc, D, ldd, row, n0 + wn * WARP_N + 8 * j + col4, N);
+        }
+}
+
+}  // namespace bf16x
 
 }  // namespace
 
@@ -601,9 +925,10 @@ TCEC_TF32_ENTRY(tcec_tf32_unaligned, false)
 #define TCEC_WGMMA_ENTRIES(NAME, V)                                                                          \
     extern "C" __global__ void __launch_bounds__(BN) NAME##_split_b(const float* __restrict__ B, idx_t ldb,   \
                                                                    int K, int N, idx_t batch_b,              \
-                                                                   __half* __restrict__ ws) {                \
+                                                                   __half* __restrict__ ws,                  \
+                                                                   const unsigned* __restrict__ amax_b) {    \
         const idx_t z = blockIdx.z, per_gemm = (idx_t)gridDim.x * gridDim.y * wg::WS_TILE;                  \
-        wg::split_b<V>(B + z * batch_b, ldb, K, N, ws + z * per_gemm);                                       \
+        wg::split_b<V>(B + z * batch_b, ldb, K, N, ws + z * per_gemm, amax_b + z * N);                       \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME##_split_b, BK, BN, BN, 0)                                                         \
     STUDY_EXPORT(NAME##_split_b_ws_tile, wg::WS_TILE)                                                        \
@@ -611,12 +936,43 @@ TCEC_TF32_ENTRY(tcec_tf32_unaligned, false)
     TCEC_WGMMA_GEMM(NAME##_unaligned, V, false)
 #define TCEC_WGMMA_GEMM(NAME, V, VEC)                                                                        \
     extern "C" __global__ void __launch_bounds__(wg::THREADS, 1) NAME TCEC_SIGNATURE,                        \
-                                                                 const __half* __restrict__ ws) {            \
+                                                                 const __half* __restrict__ ws,              \
+                                                                 const unsigned* __restrict__ amax_a,        \
+                                                                 const unsigned* __restrict__ amax_b) {      \
         const idx_t z = blockIdx.z, per_gemm = (idx_t)((N + BN - 1) / BN) * ((K + BK - 1) / BK) * wg::WS_TILE; \
-        tcec_wgmma<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, ws + z * per_gemm, beta, C + z * batch_c, ldc,  \
+        tcec_wgmma<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, ws + z * per_gemm,                           \
+                           Late{B, ldb, batch_b, amax_a, amax_b}  , beta, C + z * batch_c, ldc,            \
                            D + z * batch_d, ldd);                                                            \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, BM, BN, wg::THREADS, wg::SMEM_BYTES)
+// tcec_amax (grid ceil(M/8) + ceil(N/64) x ceil(K/256) x batch, 256 threads) writes the line maxima every
+// fp16 variant's split_b and GEMM read: amax_a[batch][M] and amax_b[batch][N], zeroed by the caller.
+extern "C" __global__ void __launch_bounds__(AMAX_THREADS) tcec_amax(const float* __restrict__ A, idx_t lda,
+                                                                   const float* __restrict__ B, idx_t ldb, int M,
+                                                                   int N, int K, idx_t batch_a, idx_t batch_b,
+                                                                   unsigned* amax_a, unsigned* amax_b) {
+    const idx_t z = blockIdx.z;
+    line_maxima(A + z * batch_a, lda, B + z * batch_b, ldb, M, N, K, amax_a + z * M, amax_b + z * N);
+}
+STUDY_ENTRY_FACTS(tcec_amax, AMAX_ROWS, AMAX_COLS, AMAX_THREADS, 0)
+
 TCEC_WGMMA_ENTRIES(tcec_fp16, TCEC)
 TCEC_WGMMA_ENTRIES(tcec_markidis, MARKIDIS)
 TCEC_WGMMA_ENTRIES(tcec_nocorr, NOCORR)
+
+// One block per 128x128 tile, grid (ceil(N/128), ceil(M/128), batch), 256 threads, SMEM_BYTES of dynamic shared
+// memory.  grid.z walks a batch of independent GEMMs whose operands lie batch_* elements apart (0 for one GEMM).
+#define BF16X_ENTRY(NAME, PRODUCTS, VEC)                                                                     \
+    extern "C" __global__ void __launch_bounds__(bf16x::THREADS, 1)                                                 \
+        NAME(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,                       \
+             const float* __restrict__ B, idx_t ldb, float beta, const float* __restrict__ C, idx_t ldc,     \
+             float* __restrict__ D, idx_t ldd, idx_t batch_a, idx_t batch_b, idx_t batch_c, idx_t batch_d) { \
+        const idx_t z = blockIdx.z;                                                                          \
+        bf16x::gemm<PRODUCTS, VEC>(M, N, K, alpha, A + z * batch_a, lda, B + z * batch_b, ldb, beta, C + z * batch_c, \
+                            ldc, D + z * batch_d, ldd);                                                      \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, BM, BN, bf16x::THREADS, bf16x::SMEM_BYTES)
+BF16X_ENTRY(bf16x6, 6, true)
+BF16X_ENTRY(bf16x6_unaligned, 6, false)
+BF16X_ENTRY(bf16x9, 9, true)
+BF16X_ENTRY(bf16x9_unaligned, 9, false)

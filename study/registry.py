@@ -234,7 +234,8 @@ def _tcec_stage() -> list[Impl]:
         if precision == "tf32x3":
             cuda = CudaBatchedLaunch(**common)
         else:
-            cuda = CudaPresplitLaunch(**common, split_entry=f"{entry}_split_b", split_tile=(32, 128))
+            cuda = CudaPresplitLaunch(**common, split_entry=f"{entry}_split_b", split_tile=(32, 128),
+                                      amax_entry="tcec_amax")
         dtypes = {"fp32": precision}
         title = f"{s.title} ({precision})"
         impls += [
@@ -243,6 +244,12 @@ def _tcec_stage() -> list[Impl]:
             Impl(f"gluon:{s.key}{suffix}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}", fn),
                  _gluon_sources(s.key), title),
         ]
+    # The fp32-emulation shootout's fused bf16 recipes (cuda_kernels/14_tcec.cu): three bf16 parts per value,
+    # six or nine mma.sync products, hi*hi promoted into fp32 registers as TCEC does.
+    for name in ("bf16x6", "bf16x9"):
+        cuda = CudaBatchedLaunch(f"{s.key}.cu", name, (256, 1, 1), (128, 128), unaligned_entry=f"{name}_unaligned")
+        impls.append(Impl(f"cuda:{s.key}-{name}", "cuda", s, {"fp32": name}, cuda, _cuda_sources(cuda.source),
+                          f"{s.title} ({name}, bf16 splits)"))
     # Gluon's second form of the method: wgmma with A split in registers, as the CUDA stage (its mma_v2 form
     # above is the exact WMMAe mapping of seed 002).
     impls.append(Impl(f"gluon:{s.key}-wgmma", "gluon", s, {"fp32": "fp16x3-tcec"},
@@ -274,9 +281,10 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:14_tcec": {      # hi*hi promoted every 8 k-tiles instead of every 4
-        "chunk8": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=8",),
-                                     unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b"),
+    "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
+        "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
+                                     unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b",
+                                     amax_entry="tcec_amax"),
     },
 }
 
@@ -330,6 +338,10 @@ _IMPLS: list[Impl] = [
          out_dtypes={"int8": "int32"}),
     Impl("cublas:tf32", "cublas", None, TF32, TorchLaunch("gemm_tf32"),
          (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 on)"),
+    # The same bf16 recipes composed from cuBLAS bf16 GEMMs (the library-level fp32 emulation on Hopper).
+    *(Impl(f"cublas:{n}", "cublas", None, {"fp32": f"{n}-tcacc"}, TorchLaunch(f"gemm_{n}", "cublas_tc"),
+           (_BASELINES / "cublas_tc.py", _BASELINES / "cublas.py"), f"cuBLAS bf16 GEMMs, {n} recipe (torch.mm)")
+      for n in ("bf16x6", "bf16x9")),
     Impl("triton:tuned", "triton", None, {**FP32, **HALF}, TritonLaunch("baseline_tuned", "gemm_ieee"),
          _triton_sources("baseline_tuned"), "Tuned Triton matmul (tl.dot, autotuned)"),
     Impl("triton:tuned-tf32", "triton", None, TF32, TritonLaunch("baseline_tuned", "gemm_tf32"),

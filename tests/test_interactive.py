@@ -15,9 +15,10 @@ pytest.importorskip("plotly", reason="the report's figures need plotly (the GPU 
 
 from study.core.schema import RESULT_COLUMNS
 from study.core.stages import STAGES, stage
-from study.measure.frame import load_json, load_results, prepare
+from study.measure.accuracy import ACCURACY_COLUMNS
+from study.measure.frame import load_json, load_results, load_table, prepare
 from study.present import interactive as ia
-from study.present.tcec import pareto_points
+from study.present.tcec import ACC_NUMERIC, pareto_panels, pareto_points
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = {"fixture": REPO / "tests" / "fixtures" / "reports", "h100": REPO / "reports" / "h100"}
@@ -43,8 +44,15 @@ def fixture_rows():
     return df, load_json(SOURCES["fixture"] / "ceilings.json")
 
 
-def all_figures(df, ceilings):
-    """Every figure the data calls for, by the div id its fragment gets."""
+def panels_of(source: str, df) -> list[tuple[str, pd.DataFrame]]:
+    """The report's Pareto panels (one per distribution of the source's accuracy.csv), as pareto_menu() takes them."""
+    acc, _ = load_table(SOURCES[source] / "accuracy.csv", ACCURACY_COLUMNS, ACC_NUMERIC)
+    return [(p["label"], p["points"]) for p in pareto_panels(pareto_points(df)[0], acc)]
+
+
+def all_figures(df, ceilings, source: str | None = None):
+    """Every figure the data calls for, by the div id its fragment gets (and the per-distribution Pareto menu of
+    a source's accuracy.csv, as fig-pareto-menu)."""
     figs = {}
     for key, _ in ia.families(df):
         figs[ia.div_id("roofline", key)] = ia.roofline_figure(df, ceilings, key)
@@ -53,6 +61,8 @@ def all_figures(df, ceilings):
     for shape_set in sorted(set(df["shape_set"])):
         figs[ia.div_id("size", shape_set)] = ia.size_sweep_figure(df, shape_set)
     figs["fig-pareto"] = ia.pareto_figure(ia.error_points(pareto_points(df)[0]))
+    if source:
+        figs["fig-pareto-menu"] = ia.pareto_menu_figure(panels_of(source, df))
     return figs
 
 
@@ -103,7 +113,7 @@ def test_families_are_named_in_table_order(h100):
 def test_hover_names_every_field_on_every_point(data):
     name, df, ceilings = data
     seen_pct = False
-    for element_id, fig in all_figures(df, ceilings).items():
+    for element_id, fig in all_figures(df, ceilings, name).items():
         assert fig is not None, element_id
         traces = point_traces(fig)
         assert traces, f"{name} {element_id}: no points"
@@ -111,7 +121,7 @@ def test_hover_names_every_field_on_every_point(data):
             unit = "TOP/s" if str(t.customdata[-1][1]).startswith(("int", "uint")) else "TFLOP/s"
             for field in ia.HOVER_FIELDS:
                 field = unit if field == "TFLOP/s" else field
-                if element_id == "fig-pareto" and field == "relerr":
+                if element_id.startswith("fig-pareto") and field == "relerr":
                     field = "relative Frobenius error"
                 assert field in t.hovertemplate, f"{element_id} {t.name}: hover lacks {field!r}"
             n = max(int(i) for i in re.findall(r"customdata\[(\d+)\]", t.hovertemplate))
@@ -326,6 +336,54 @@ def test_pareto_takes_minimal_points():
     assert "max elementwise relative error" in point_traces(fig)[0].hovertemplate
 
 
+def test_pareto_menu_has_a_panel_per_distribution(data):
+    name, df, _ = data
+    panels = panels_of(name, df)
+    acc = pd.read_csv(SOURCES[name] / "accuracy.csv")
+    assert len(panels) == acc["distribution"].nunique() >= 3
+    fig = ia.pareto_menu_figure(panels)
+    menu = fig.layout.updatemenus[0]
+    assert [b.label for b in menu.buttons] == [label for label, _ in panels] and menu.active == 0
+    # Each button shows its own panel's traces and the legend's key, and nothing of another panel.
+    for button, (label, points) in zip(menu.buttons, panels):
+        visible = button.args[0]["visible"]
+        assert len(visible) == len(fig.data)
+        for shown, t in zip(visible, fig.data):
+            panel = (t.meta or {}).get("panel")
+            assert shown == (panel == label or panel is None), (label, t.name, panel)
+        drawn = {row[0] for t, shown in zip(fig.data, visible) if shown and t.customdata is not None
+                 for row in t.customdata}
+        finite = points[np.isfinite(points["error"].astype(float)) & (points["error"].astype(float) > 0)]
+        assert drawn == set(finite["impl"]), label
+        assert label in button.args[1]["title.text"] and label in button.args[1]["yaxis.title.text"]
+        lost = set(points["impl"]) - set(finite["impl"])
+        notes = " ".join(a["text"] for a in button.args[1]["annotations"])
+        assert all(i in notes for i in lost) and ("not drawn" in notes) == bool(lost), (label, lost)
+    # At first only the first panel shows (plotly draws a trace with visible unset).
+    first = [t.visible is not False for t in fig.data]
+    assert first == list(menu.buttons[0].args[0]["visible"])
+    # The hover says where the error was measured, and the other two errors.
+    t = next(t for t in fig.data if t.customdata is not None and len(t.customdata))
+    for field in ("median elementwise error", "componentwise error", "error measured at"):
+        assert field in t.hovertemplate
+    assert "accuracy.csv" in t.customdata[0][-1] and "x4096" in t.customdata[0][-1]
+    html = ia.pareto_menu(panels)
+    assert 'id="fig-pareto"' in html and "updatemenus" in html
+
+
+def test_a_single_pareto_panel_has_no_menu_and_names_what_it_cannot_draw():
+    points = pd.DataFrame({"impl": ["cuda:14_tcec", "cublas", "cuda:14_tcec-bf16x6"], "tflops": [160.0, 50.0, 120.0],
+                           "error": [float("inf"), 1e-6, 5e-7], "metric": ["relative Frobenius error, tiny"] * 3})
+    fig = ia.pareto_menu_figure([("tiny", points)])
+    assert not fig.layout.updatemenus
+    assert {row[0] for t in point_traces(fig) for row in t.customdata} == {"cublas", "cuda:14_tcec-bf16x6"}
+    assert any("not drawn" in a.text and "cuda:14_tcec" in a.text for a in fig.layout.annotations)
+    assert ia.pareto_menu_figure([("a", points.assign(error=float("nan")))]) is None
+    # A panel with nothing to draw is left out of the menu; the others keep their buttons.
+    two = ia.pareto_menu_figure([("a", points.assign(error=float("nan"))), ("b", points), ("c", points)])
+    assert [b.label for b in two.layout.updatemenus[0].buttons] == ["b", "c"]
+
+
 def test_cross_gpu_needs_two_gpus(h100, fixture_rows):
     df, _ = h100
     other, _ = fixture_rows
@@ -387,7 +445,8 @@ def test_figures_draw_in_headless_chromium(h100, tmp_path):
     from tests.test_report import chrome_driver
     df, ceilings = h100
     fragments = [ia.roofline(df, ceilings, "fp32"), ia.ladder(df, "fp16_bf16"), ia.size_sweep(df),
-                 ia.pareto(ia.error_points(pareto_points(df)[0]))]
+                 ia.pareto(ia.error_points(pareto_points(df)[0])),
+                 ia.pareto_menu(panels_of("h100", df), "fig-pareto-menu")]
     js = ia.write_plotly_js(tmp_path)
     page = tmp_path / "page.html"
     page.write_text(f'<!doctype html><html><head><meta charset="utf-8"><title>t</title><script src="{js}"></script>'
@@ -399,8 +458,22 @@ def test_figures_draw_in_headless_chromium(h100, tmp_path):
         drawn = driver.execute_script(
             "return Array.from(document.querySelectorAll('.plotly-graph-div'))"
             ".map(e => [e.id, !!e._fullLayout, e.querySelectorAll('.point, .legendtoggle').length])")
-        assert [d[0] for d in drawn] == ["fig-roofline-fp32", "fig-ladder-fp16-bf16", "fig-size-square", "fig-pareto"]
+        assert [d[0] for d in drawn] == ["fig-roofline-fp32", "fig-ladder-fp16-bf16", "fig-size-square", "fig-pareto",
+                                         "fig-pareto-menu"]
         assert all(ok and marks > 0 for _, ok, marks in drawn), drawn
+        # The menu switches the Pareto plot to another distribution: a click on its header, then on an item.
+        menu = driver.find_element("css selector", "#fig-pareto-menu .updatemenu-header")
+        driver.execute_script("arguments[0].scrollIntoView()", menu)
+        menu.click()
+        items = driver.find_elements("css selector", "#fig-pareto-menu .updatemenu-dropdown-button")
+        assert len(items) == len(panels_of("h100", h100[0])), len(items)
+        items[1].click()
+        shown = driver.execute_script(
+            "const gd = document.getElementById('fig-pareto-menu');"
+            "const on = gd._fullData.filter(t => t.visible === true && t.meta && t.meta.panel);"
+            "return [gd.layout.title.text, new Set(on.map(t => t.meta.panel)).size, on[0].meta.panel]")
+        second = panels_of("h100", h100[0])[1][0]
+        assert second in shown[0] and shown[1] == 1 and shown[2] == second, shown
         # The legend sits below the plot area, never over it.
         overlap = driver.execute_script(
             "return Array.from(document.querySelectorAll('.plotly-graph-div')).map(e => {"

@@ -20,9 +20,12 @@ Why faster: fp16 wgmma retires ~15x the multiply-adds per clock of fp32 FMA, so 
 Ragged edges: masked loads give zeros outside M, N and K (zeros split into zeros); masked stores; beta == 0
             (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
 Alignment:  none required: odd views get 4-byte copies (and some spills): correct, slower.
-Input range: the fp16 splits need |x| <= 65504 (beyond it D gets inf or NaN, never a finite wrong number);
-            below |x| ~ 2^-12 bits go gradually (lo's fp16 subnormals): scale such data first.  The TF32
-            split keeps fp32's range.
+Input range: fp32's.  A first pass (tcec_amax, triton_kernels/_common.py) finds each row of A's and column of
+            B's largest |x|; the kernel multiplies row i by 2^ea and column j by 2^eb (exact) so that every
+            fp16 split sees its line's largest |x| in [2^14, 2^15), and the epilogue multiplies back by
+            2^-(ea + eb).  A value more than ~2^29 below its line's largest keeps fewer bits (fp16 subnormals).
+            Rows and columns holding an inf or a NaN are recomputed in fp32 (nonfinite_fixup), so inf and NaN
+            come out as SGEMM's.  The TF32 split keeps fp32's range unscaled.
 Compiles to (Triton 3.6, sm_90, 128x128x64, 8 warps): A is split in wgmma's register-operand layout, B's hi
             and lo are written to a 128-byte-swizzled shared buffer; per k-tile each warpgroup issues 12
             wgmma m64n128k16, each closed by wait_group 0, then 64 add.f32.  The chunk's last dot starts
@@ -34,7 +37,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from triton_kernels._common import check_grid, config_variants, epilogue, grouped_tile, launch_autotuned, max_tiles
+from triton_kernels._common import (INF_BITS, check_grid, config_variants, epilogue, grouped_tile, launch_autotuned,
+                                    max_tiles, nonfinite_fixup, pow2, scale_exponent, tcec_amax, unscale)
 
 
 def _config(bm, bn, bk, warps, stages):
@@ -89,7 +93,7 @@ def _split_tf32(x):
 
 
 @triton.jit
-def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
+def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta, AMAX,
                 HAS_C: tl.constexpr, SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                 BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -102,6 +106,15 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
     a_ptrs = A + rows[:, None] * lda + ks[None, :]
     b_ptrs = B + ks[:, None].to(tl.int64) * ldb + cols[None, :]
     step_b = BLOCK_K * tl.cast(ldb, tl.int64)
+    # Exact power-of-two scales (see triton_kernels/_common.py): row i of A times 2^ea[i], column j of B times
+    # 2^eb[j], so every fp16 split sees its line's largest |x| in [2^14, 2^15).  TF32 keeps fp32's range: no scale.
+    amax_a = tl.load(AMAX + rows, mask=rows < M, other=0)
+    amax_b = tl.load(AMAX + M + cols, mask=cols < N, other=0)
+    if SPLIT != "tf32":
+        ea = scale_exponent(amax_a)
+        eb = scale_exponent(amax_b)
+        scale_a = pow2(ea)[:, None]
+        scale_b = pow2(eb)[None, :]
     if SPLIT == "tf32":
         acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)   # D^T: see the header
     else:
@@ -110,6 +123,9 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         in_k = ks < K - k0
         a = tl.load(a_ptrs, mask=in_m & in_k[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=in_k[:, None] & in_n, other=0.0)
+        if SPLIT != "tf32":
+            a = a * scale_a
+            b = b * scale_b
         if SPLIT == "nocorr":
             acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc, out_dtype=tl.float32)
         elif SPLIT == "markidis":
@@ -143,9 +159,13 @@ def tcec_kernel(A, B, C, D, M, N, K, lda, ldb, ldc, ldd, alpha, beta,
         b_ptrs += step_b
     if SPLIT == "tf32":
         acc = tl.trans(acc)
+    else:
+        acc = unscale(acc, ea[:, None] + eb[None, :])
     mask = in_m & in_n
     d = epilogue(acc, alpha, beta, C + rows[:, None] * ldc + cols[None, :], mask, HAS_C)
     tl.store(D + rows[:, None] * ldd + cols[None, :], d.to(D.dtype.element_ty), mask=mask)
+    bad = (amax_a[:, None] >= INF_BITS) | (amax_b[None, :] >= INF_BITS)
+    nonfinite_fixup(A, B, C, D, rows, cols, bad, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C)
 
 
 _KEY = ["M", "N", "K", "SPLIT"]
@@ -161,7 +181,7 @@ def _configs(split: str) -> list:
 def _launch(p, split: str):
     check_grid(f"triton:14_tcec ({split})", max_tiles(p, _configs(split)))
     tuned = _tuned_tf32 if split == "tf32" else _tuned_fp16
-    return launch_autotuned(tcec_kernel, tuned, p, INTERPRETER_CONFIG, SPLIT=split)
+    return launch_autotuned(tcec_kernel, tuned, p, INTERPRETER_CONFIG, AMAX=tcec_amax(p), SPLIT=split)
 
 
 KERNEL = tcec_kernel

@@ -169,3 +169,81 @@ def config_variants(configs, **constexprs) -> list[dict]:
     """Every compile-time variant an autotuned launch may compile: each config's parameters and options, plus
     the `constexprs` the launcher adds (for the offline precision check in the tests)."""
     return [dict(c.kwargs, **constexprs, num_warps=c.num_warps, num_stages=c.num_stages) for c in configs]
+
+
+# --- exact power-of-two scaling for the fp16 splits of stage 14 -------------------------------------------
+# An fp16 split (hi = fp16(x), lo = fp16((x - hi) 2^11)) holds x to ~22 bits only while |x| lies in about
+# [2^-14, 2^15]: above, hi overflows to inf; below, lo (then hi) falls into fp16's subnormals.  So every row of A
+# and every column of B is first multiplied by a power of two (exact) that puts its largest finite |x| in
+# [2^14, 2^15), and the product is multiplied back in the epilogue.  tcec_amax() finds those maxima: one int32
+# per row of A, then one per column of B, holding the bits of max |x| over the finite x (non-negative floats
+# order as their bits), or INF_BITS where the line holds an inf or a NaN.  Such a line's results are recomputed
+# by nonfinite_fixup(), with fp32 FMAs, so that inf and NaN come out where, and as, SGEMM's do.
+INF_BITS = tl.constexpr(0x7F800000)
+_AMAX_LINES, _AMAX_LENGTH = 32, 128   # a program's [lines, elements] tile
+
+
+@triton.jit
+def _amax_kernel(X, OUT, lines, length, ld_line, ld_elem, LINES: tl.constexpr, LENGTH: tl.constexpr):
+    line = tl.program_id(0) * LINES + tl.arange(0, LINES)
+    elem = tl.program_id(1) * LENGTH + tl.arange(0, LENGTH)
+    mask = (line[:, None] < lines) & (elem[None, :] < length)
+    x = tl.load(X + line[:, None].to(tl.int64) * ld_line + elem[None, :].to(tl.int64) * ld_elem, mask=mask,
+                other=0.0)
+    bits = tl.abs(x).to(tl.int32, bitcast=True)
+    bits = tl.where(bits >= INF_BITS, INF_BITS, bits)   # inf and every NaN count as INF_BITS
+    tl.atomic_max(OUT + line, tl.max(bits, axis=1), mask=line < lines)
+
+
+def tcec_amax(p):
+    """int32[M + N]: the bits of max |x| over the finite x of each row of A, then of each column of B
+    (INF_BITS for a line with an inf or a NaN).  Three launches (a zero fill and one per operand)."""
+    import torch
+    M, N, K = p.mnk
+    out = torch.zeros(M + N, dtype=torch.int32, device=p.a.device)
+    grid = lambda lines: (triton.cdiv(lines, _AMAX_LINES), triton.cdiv(K, _AMAX_LENGTH))
+    _amax_kernel[grid(M)](p.a, out, M, K, p.a.stride(0), p.a.stride(1), _AMAX_LINES, _AMAX_LENGTH)
+    _amax_kernel[grid(N)](p.b, out[M:], N, K, p.b.stride(1), p.b.stride(0), _AMAX_LINES, _AMAX_LENGTH)
+    return out
+
+
+@triton.jit
+def pow2(e):
+    """2^e as fp32, exact, for integer e in [-126, 127]."""
+    return ((e + 127) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def scale_exponent(bits):
+    """The e that puts a line's largest finite |x| (its tcec_amax bits) in [2^14, 2^15); 0 for a line of zeros or
+    one with an inf or a NaN.  Clamped to 126, so that 2^e stays a normal number (a line whose max is below 2^-112
+    is scaled less far: exact still, with less of fp16's range)."""
+    normal_log2 = (bits >> 23) - 127
+    # A subnormal's bits, as an integer, are below 2^23 and so exact in fp32: their log2 is the float's exponent.
+    sub_log2 = ((bits.to(tl.float32).to(tl.int32, bitcast=True) >> 23) - 127) - 149
+    log2 = tl.where(bits >= 0x00800000, normal_log2, sub_log2)
+    e = tl.minimum(14 - log2, 126)
+    return tl.where((bits == 0) | (bits >= INF_BITS), 0, e)
+
+
+@triton.jit
+def unscale(v, e):
+    """v * 2^-e in two exact steps of at most 2^126 each (e may reach +-252): only a subnormal result rounds."""
+    h = e >> 1
+    return v * pow2(-h) * pow2(h - e)
+
+
+@triton.jit
+def nonfinite_fixup(A, B, C, D, rows, cols, bad, M, N, K, lda, ldb, ldc, ldd, alpha, beta, HAS_C: tl.constexpr):
+    """Rewrites D where `bad` (rows[:, None] x cols[None, :]: a row of A or a column of B that holds an inf or a
+    NaN) with alpha * sum_k A[i, k] B[k, j] + beta * C in fp32, k in order: SGEMM's inf and NaN, never the splits'
+    (an inf's lo is NaN, and inf * 0 is NaN in a correction product).  A tile without such a line skips it."""
+    if tl.max(tl.max(bad.to(tl.int32), axis=1), axis=0) > 0:
+        in_m, in_n = rows < M, cols < N
+        s = tl.zeros(bad.shape, dtype=tl.float32)
+        for k in range(0, K):
+            a = tl.load(A + rows * lda + k, mask=in_m, other=0.0)
+            b = tl.load(B + k * tl.cast(ldb, tl.int64) + cols, mask=in_n, other=0.0)
+            s += a[:, None] * b[None, :]
+        mask = bad & in_m[:, None] & in_n[None, :]
+        store_tile(s, alpha, beta, C, D, rows[:, None], cols[None, :], mask, ldc, ldd, HAS_C)

@@ -57,3 +57,41 @@ def gemm_int8_rowmajor(p):
     """The same product with B row-major, as the contract hands it over: the cost of not choosing cuBLASLt's
     layout, shown beside the baseline.  Shapes that are not multiples of 32 also pay for the padded copies."""
     _int_mm(p, *_int8_operands(p, b_col_major=False))
+
+
+# --- fp32 emulated by bf16 GEMMs (the fp32-emulation shootout of stage 14) -------------------------------------
+# cuBLAS's own recipe (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUDA 12.9) runs only on Blackwell; this is the same
+# recipe composed from cuBLAS bf16 GEMMs, as a library user on Hopper would: x = x0 + x1 + x2, each part bf16
+# (round to nearest, the differences exact in fp32), every product a cuBLAS GEMM with fp32 output (summed inside the
+# tensor cores over K), the products added in fp32, smallest first.  The split is inside the timed call.
+_BF16X6 = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))       # i + j <= 2
+_BF16X9 = ((2, 2), (1, 2), (2, 1), *_BF16X6)
+
+
+def _bf16_parts(x):
+    x0 = x.to(torch.bfloat16)
+    r = x - x0.float()
+    x1 = r.to(torch.bfloat16)
+    return x0, x1, (r - x1.float()).to(torch.bfloat16)
+
+
+def _bf16_recipe(p, pairs) -> None:
+    a, b = _bf16_parts(p.a), _bf16_parts(p.b)
+    acc = None
+    for i, j in pairs:   # each product after the first added in cuBLAS's epilogue (fp32 C in, fp32 D out)
+        acc = (torch.mm(a[i], b[j], out_dtype=torch.float32) if acc is None
+               else torch.addmm(acc, a[i], b[j], out_dtype=torch.float32))
+    acc.mul_(p.alpha)
+    if p.c is not None:
+        acc.add_(p.c, alpha=p.beta)
+    p.out.copy_(acc)
+
+
+def gemm_bf16x6(p):
+    """bf16x6-tcacc: the six products of parts whose indices sum to 2 or less."""
+    _bf16_recipe(p, _BF16X6)
+
+
+def gemm_bf16x9(p):
+    """bf16x9-tcacc: all nine products."""
+    _bf16_recipe(p, _BF16X9)

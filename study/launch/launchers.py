@@ -27,7 +27,8 @@ from study.launch.driver import params
 # Parameter lists, as the .cu files declare them.  {s}: the C type of alpha and beta.
 GEMM_PARAMS = "M:int N:int K:int alpha:{s} A:ptr lda:i64 B:ptr ldb:i64 beta:{s} C:ptr ldc:i64 D:ptr ldd:i64"
 BATCH_PARAMS = "batch_a:i64 batch_b:i64 batch_c:i64 batch_d:i64"          # element distance between matrices
-SPLIT_PARAMS = params("B:ptr ldb:i64 K:int N:int batch_b:i64 ws:ptr")
+SPLIT_PARAMS = params("B:ptr ldb:i64 K:int N:int batch_b:i64 ws:ptr amax_b:ptr")
+AMAX_PARAMS = params("A:ptr lda:i64 B:ptr ldb:i64 M:int N:int K:int batch_a:i64 batch_b:i64 amax_a:ptr amax_b:ptr")
 TMA_PARAMS = params("map_a:tmap map_b:tmap M:int N:int K:int alpha:double beta:double C:ptr ldc:i64 D:ptr ldd:i64")
 
 
@@ -165,33 +166,52 @@ class CudaBatchedLaunch(CudaLaunch):
 
 @dataclass(frozen=True)
 class CudaPresplitLaunch(CudaBatchedLaunch):
-    """Two kernels per GEMM: `split_entry` first writes B, split, into a workspace of `<split_entry>_ws_tile`
-    halves per (k-tile of `split_tile[0]`, column block of `split_tile[1]`), then the GEMM entry reads it (its
-    `ws` argument).  The workspace is allocated per call, and both launches are inside what is timed."""
+    """Three kernels per GEMM.  `amax_entry` first finds each row of A's and each column of B's largest |x| (into
+    amax_a and amax_b, int32 per line, zeroed here; its tile is (rows of A, columns of B) per block, over
+    `amax_k` of K).  `split_entry` then writes B, scaled by its columns' powers of two and split, into a
+    workspace of `<split_entry>_ws_tile` halves per (k-tile of `split_tile[0]`, column block of
+    `split_tile[1]`); the GEMM entry reads that (its `ws` argument) and both maxima.  The buffers are allocated
+    per call, and every launch is inside what is timed."""
     split_entry: str = ""
     split_tile: tuple[int, int] = (32, 128)
+    amax_entry: str = ""
+    amax_tile: tuple[int, int] = (8, 64)
+    amax_k: int = 256
+    amax_threads: int = 256
 
     def params(self, entry: str = "") -> tuple:
-        return SPLIT_PARAMS if entry == self.split_entry else super().params(entry) + params("ws:ptr")
+        if entry == self.split_entry:
+            return SPLIT_PARAMS
+        if entry == self.amax_entry:
+            return AMAX_PARAMS
+        return super().params(entry) + params("ws:ptr amax_a:ptr amax_b:ptr")
 
     def expected_facts(self, entry: str) -> dict[str, int]:
         if entry == self.split_entry:      # one block of split_tile[1] threads per k-tile and column block
             return {f"{entry}_bm": self.split_tile[0], f"{entry}_bn": self.split_tile[1],
                     f"{entry}_threads": self.split_tile[1]}
+        if entry == self.amax_entry:
+            return {f"{entry}_bm": self.amax_tile[0], f"{entry}_bn": self.amax_tile[1],
+                    f"{entry}_threads": self.amax_threads}
         return super().expected_facts(entry)
 
     def entries(self) -> tuple[str, ...]:
-        return (*super().entries(), self.split_entry)
+        return (*super().entries(), self.split_entry, self.amax_entry)
 
     def plan(self, p, sms: int) -> tuple[str, ...]:
-        return (self.split_entry, *super().plan(p, sms))
+        return (self.amax_entry, self.split_entry, *super().plan(p, sms))
 
     def _prepared(self, name: str, p, entry: str, depth: int, extra: dict):
-        """Both launches, loaded and checked now; each call allocates its own workspace (inside the timing)."""
+        """The three launches, loaded and checked now; each call allocates its own buffers (inside the timing)."""
         M, N, K = p.mnk
         kt, nb = -(-K // self.split_tile[0]), -(-N // self.split_tile[1])
         if nb > 65535:
             raise ValueError(f"{name}: N = {N} needs {nb} column blocks for B's split; the launch allows 65535")
+        amax_grid = (-(-M // self.amax_tile[0]) + -(-N // self.amax_tile[1]), -(-K // self.amax_k), depth)
+        if amax_grid[1] > 65535:
+            raise ValueError(f"{name}: K = {K} needs {amax_grid[1]} k-blocks to find the line maxima; the launch "
+                             f"allows 65535")
+        amax = self.kernel(self.amax_entry, p.a.device)
         split = self.kernel(self.split_entry, p.b.device)
         size = depth * kt * nb * split.exports[f"{self.split_entry}_ws_tile"]
         gemm = self.kernel(entry, p.a.device)
@@ -199,10 +219,16 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
         args = {**self._gemm_args(p), **extra}
 
         def run():
+            maxima = torch.zeros(depth * (M + N), dtype=torch.int32, device=p.a.device)
+            lines = dict(amax_a=maxima[:depth * M], amax_b=maxima[depth * M:])
             ws = torch.empty(size, dtype=torch.float16, device=p.b.device)
+            driver.launch(amax, amax_grid, (self.amax_threads, 1, 1), amax.smem,
+                          dict(A=p.a, lda=p.lda, B=p.b, ldb=p.ldb, M=M, N=N, K=K, batch_a=extra["batch_a"],
+                               batch_b=extra["batch_b"], **lines), p.a.device)
             driver.launch(split, (kt, nb, depth), (self.split_tile[1], 1, 1), split.smem,
-                          dict(B=p.b, ldb=p.ldb, K=K, N=N, batch_b=extra["batch_b"], ws=ws), p.b.device)
-            driver.launch(gemm, (gx, gy, depth), self.block, gemm.smem, {**args, "ws": ws}, p.a.device)
+                          dict(B=p.b, ldb=p.ldb, K=K, N=N, batch_b=extra["batch_b"], ws=ws,
+                               amax_b=lines["amax_b"]), p.b.device)
+            driver.launch(gemm, (gx, gy, depth), self.block, gemm.smem, {**args, "ws": ws, **lines}, p.a.device)
         return run
 
 

@@ -1,5 +1,5 @@
 """The accuracy study of the stages that trade fp32 accuracy for tensor-core speed (`Stage.accuracy_study`): how
-far each fp32-input method is from a float64 reference as K grows, for three input distributions, and seed
+far each fp32-input method is from a float64 reference as K grows, for seven input distributions, and seed
 002's Figure 8 (batched SGEMM: TFLOP/s and error) on this GPU.
 
     python -m study.accuracy             # reports/accuracy.csv, reports/fig8.csv (sized for < 3 min on an H100)
@@ -10,6 +10,13 @@ Error versus K (accuracy.csv): M = N = --size, one row per (distribution, K, met
 registered implementation that takes fp32 inputs and is either of a studied stage or a baseline, plus "cublas:fp16":
 torch.mm of the inputs rounded to fp16, fp32 accumulation and fp32 output (one fp16 tensor-core GEMM with
 no correction; on `wide` inputs the fp16 cast overflows to inf, which is the point).
+
+The inputs (DISTRIBUTIONS; sample_pair() draws A and B, and each Distribution says how): randn, uniform [0, 1)
+and wide (exponents over 2^+-24) at every K of KS; tiny and huge (randn at the two ends of fp32's exponent
+range), spread (rows of A and columns of B scaled by up to 2^+-40) and cancel (D far smaller than |A||B|) at K =
+256 and 4096 only (Distribution.ks).  Budget of the default run: the error-vs-K part is 12 + 8 = 20 inputs of M = N
+= 1024.  On an H100 with 23 methods and cold kernel caches (2026-11-24) it took 84 s, 72 of them the first
+calls' compilation and about 1 s the 8 inputs of the added distributions; Figure 8 took 12 s, 102 s in all.
 
 Errors (ErrorTally; METRIC_DEFINITIONS says the same for the report), with R = A @ B and |A||B| the product
 of the elementwise absolute values, both in float64 from the same fp32 inputs:
@@ -24,8 +31,8 @@ Figure 8 (fig8.csv): 256 independent products of 1024 x k by k x 1024, uniform [
 implementation of a studied stage on --fig8-backends through `Impl.batched` against cuBLAS batched SGEMM
 (torch.bmm, TF32 off).
 
-This module imports torch only inside functions, so the report can read its column lists on a machine without
-torch.
+This module imports torch only inside functions, so the report can read its column lists and its distributions'
+names and descriptions on a machine without torch.
 """
 from __future__ import annotations
 
@@ -42,13 +49,56 @@ from typing import Callable
 
 from study.core.paths import ROOT
 
-DISTRIBUTIONS = ("randn", "uniform", "wide")
+KS = (256, 1024, 4096, 16384)
+QUICK_KS = (256, 4096)
 # `wide`: |x| = 2^e with e uniform in [-24, 24), random signs.  fp16 holds magnitudes up to 65504 (2^16) and
 # normals down to 2^-14, so a sixth of these overflow an fp16 split to inf and a fifth fall into its
 # subnormals; tf32 keeps fp32's 8-bit exponent, so a tf32 split sees none of that.
 WIDE_EXPONENT = 24
-KS = (256, 1024, 4096, 16384)
-QUICK_KS = (256, 4096)
+# `tiny` and `huge`: randn times 2^-60 and 2^58.  A product of two tiny values is near 2^-120, just above fp32's
+# smallest normal (2^-126), so the low parts of a split (2^-8 and 2^-16 below their value) multiply into fp32
+# subnormals, which tensor-core accumulators may flush.  The huge side stops at 2^58, not 2^60: an element of D is
+# 2^(2e) times a sum of K products of two normal draws (standard deviation sqrt(K)), and with 2^60 its standard
+# deviation at K = 4096 is already 2^126, so dozens of the elements of a 1024 x 1024 D (75 in one draw) pass fp32's
+# largest value (2^128) and even SGEMM returns inf.  At 2^58 the largest element over K <= 16384 stays near 2^125.
+TINY_EXPONENT, HUGE_EXPONENT = -60, 58
+# `spread`: each row of A and each column of B scaled by 2^e, e a uniform integer in [-40, 40], so rows and columns
+# differ by up to 2^80 and the elements of D by up to 2^160 (2^-80 to 2^80 times a randn dot product).
+SPREAD_EXPONENT = 40
+# `cancel`: B's lower half is -Y + 2^-12 Z, so D = 2^-12 X Z from terms of size |X||Y|.
+CANCEL_EXPONENT = -12
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One input distribution: its name in accuracy.csv, its name and its recipe in the report's words, the K values
+    of a default run, and whether A and B are drawn together (sample_pair() only) or each on its own (sample())."""
+    name: str
+    label: str
+    about: str
+    ks: tuple[int, ...] = KS
+    joint: bool = False
+
+
+DISTRIBUTION_LIST = (
+    Distribution("randn", "randn", "A and B standard normal"),
+    Distribution("uniform", "uniform [0, 1)", "A and B uniform on [0, 1): no cancellation, R = |A||B|"),
+    Distribution("wide", "wide-exponent",
+                 f"|x| = 2^e, e uniform in [-{WIDE_EXPONENT}, {WIDE_EXPONENT}), random signs: an fp16 split overflows "
+                 "(beyond 65504) or falls into subnormals, where a tf32 or bf16 split (fp32's exponent) does not"),
+    Distribution("tiny", "tiny", f"randn x 2^{TINY_EXPONENT}: products near 2^{2 * TINY_EXPONENT}, where the low parts "
+                 "of a split multiply into fp32 subnormals (and fp16 holds none of the inputs)", QUICK_KS),
+    Distribution("huge", "huge", f"randn x 2^{HUGE_EXPONENT}: D up to about 2^125 (fp32 overflows at 2^128), beyond "
+                 "fp16's range but inside bf16's and tf32's", QUICK_KS),
+    Distribution("spread", "row/column-spread",
+                 f"randn, each row of A and each column of B scaled by 2^e, e a uniform integer in [-{SPREAD_EXPONENT}, "
+                 f"{SPREAD_EXPONENT}]: the elements of D span 2^+-{2 * SPREAD_EXPONENT}", QUICK_KS, joint=True),
+    Distribution("cancel", "cancelling",
+                 f"A = [X, X], B = [Y; -Y + 2^{CANCEL_EXPONENT} Z] (X, Y, Z randn, K split in halves): D = "
+                 f"2^{CANCEL_EXPONENT} X Z, some 2^-16 (K = 256) to 2^-18 (K = 4096) of |A||B|", QUICK_KS, joint=True),
+)
+DISTRIBUTION = {d.name: d for d in DISTRIBUTION_LIST}
+DISTRIBUTIONS = tuple(DISTRIBUTION)
 # Seed 002's text does not list Figure 8's k values (the figure is a plot).  k = 8192 already takes 17 GB of
 # operands (256 x 1024 x 8192 x 4 B each for A and B); 16384 (34 GB, and twice the time) is left out.
 FIG8_KS = (1024, 2048, 4096, 8192)
@@ -58,7 +108,7 @@ FP16_METHOD = "cublas:fp16"
 BMM_METHOD = "cublas:bmm"
 
 ACCURACY_COLUMNS = (
-    "distribution",   # randn | uniform | wide (see sample())
+    "distribution",   # one of DISTRIBUTIONS (see sample_pair())
     "M", "N", "K",
     "method",         # registry name, or cublas:fp16 (defined in this module)
     "backend", "stage", "precision",
@@ -104,19 +154,75 @@ SEED002_MAX_RELERR_DEFINITION = ("max over elements with R != 0 of |D - R| / |R|
 
 # --- inputs and metrics ------------------------------------------------------------------------------
 
+def _unknown(dist: str) -> ValueError:
+    return ValueError(f"unknown distribution {dist!r}; known: {', '.join(DISTRIBUTIONS)}")
+
+
 def sample(dist: str, shape: tuple[int, ...], generator, device="cpu"):
-    """fp32 values of one distribution: randn; uniform [0, 1); wide (|x| = 2^e, e ~ U[-24, 24), random sign)."""
+    """fp32 values of one distribution drawn on their own (a Distribution that is not `joint`): randn; uniform
+    [0, 1); wide (|x| = 2^e, e ~ U[-24, 24), random sign); tiny and huge (randn x 2^-60, x 2^58).  A joint
+    distribution (spread, cancel) needs both operands: sample_pair()."""
     import torch
     kw = {"generator": generator, "device": device, "dtype": torch.float32}
-    if dist == "randn":
-        return torch.randn(shape, **kw)
+    if dist not in DISTRIBUTION:
+        raise _unknown(dist)
+    if DISTRIBUTION[dist].joint:
+        raise ValueError(f"distribution {dist!r} draws A and B together: use sample_pair()")
     if dist == "uniform":
         return torch.rand(shape, **kw)
     if dist == "wide":
         e = torch.rand(shape, **kw) * (2 * WIDE_EXPONENT) - WIDE_EXPONENT
         sign = torch.randint(0, 2, shape, generator=generator, device=device).to(torch.float32) * 2 - 1
         return torch.exp2(e) * sign
-    raise ValueError(f"unknown distribution {dist!r}; known: {', '.join(DISTRIBUTIONS)}")
+    scale = {"tiny": 2.0**TINY_EXPONENT, "huge": 2.0**HUGE_EXPONENT}.get(dist, 1.0)   # exact: a power of two
+    return torch.randn(shape, **kw) * scale
+
+
+def sample_pair(dist: str, m: int, k: int, n: int, generator, device="cpu", batch: tuple[int, ...] = ()):
+    """A (batch x m x k) and B (batch x k x n), fp32, of one distribution.  Independent distributions draw A, then
+    B, with sample() (so a seed gives what two sample() calls gave).  The joint ones:
+
+    spread: each row of A and each column of B scaled by a power of two: A[i, :] = 2^a_i X[i, :] and
+      B[:, j] = 2^b_j Y[:, j], with X, Y randn and a_i, b_j uniform integers in [-40, 40].  Every element of
+      D = 2^(a_i + b_j) (X Y)[i, j] keeps randn's relative structure; what changes is where in the exponent range
+      it sits (2^-80 to 2^80 times a randn dot product), which an fp16 split cannot cover and a scaled split must
+      handle row by row.
+    cancel: K is split in halves of h = K // 2: A = [X, X] and B = [Y; -Y + 2^-12 Z], X (m x h), Y, Z (h x n) randn,
+      so A B = X Y - X Y + 2^-12 X Z = 2^-12 X Z: each element a sum of h terms of size about 2^-12, about
+      2^-12 sqrt(h) in all, while |A||B| sums 2h terms of size |x||y| (about 0.64 K).  At K = 4096 |R| is some
+      2^-18 of |A||B|: every method's rounding error, a fraction of |A||B|, is magnified that much relative to R.
+      B's lower half is rounded to fp32 once (-Y + 2^-12 Z is not exact), so R, the float64 product of the fp32 A
+      and B, is 2^-12 X Z plus X times that rounding; R, not 2^-12 X Z, is the reference.  An odd K leaves A's last
+      column and B's last row zero.
+    """
+    import torch
+    if dist not in DISTRIBUTION:
+        raise _unknown(dist)
+    kw = {"generator": generator, "device": device, "dtype": torch.float32}
+    batch = tuple(batch)
+    if not DISTRIBUTION[dist].joint:
+        return sample(dist, (*batch, m, k), generator, device), sample(dist, (*batch, k, n), generator, device)
+    if dist == "spread":
+        def scales(shape):
+            e = torch.randint(-SPREAD_EXPONENT, SPREAD_EXPONENT + 1, shape, generator=generator, device=device)
+            return torch.exp2(e.to(torch.float32))
+        a = torch.randn((*batch, m, k), **kw) * scales((*batch, m, 1))
+        b = torch.randn((*batch, k, n), **kw) * scales((*batch, 1, n))
+        return a, b
+    h, odd = k // 2, k % 2
+    x, y, z = torch.randn((*batch, m, h), **kw), torch.randn((*batch, h, n), **kw), torch.randn((*batch, h, n), **kw)
+    pad = dict(device=device, dtype=torch.float32)
+    a = torch.cat([x, x, torch.zeros((*batch, m, odd), **pad)], dim=-1)
+    b = torch.cat([y, -y + z * 2.0**CANCEL_EXPONENT, torch.zeros((*batch, odd, n), **pad)], dim=-2)
+    return a, b
+
+
+def distribution_ks(dists, ks=None, quick: bool = False) -> dict[str, tuple[int, ...]]:
+    """The K values of each distribution in a run: `ks` for all when given, else each Distribution's own (only
+    those of QUICK_KS with `quick`)."""
+    if ks:
+        return {d: tuple(ks) for d in dists}
+    return {d: tuple(k for k in DISTRIBUTION[d].ks if not quick or k in QUICK_KS) for d in dists}
 
 
 class ErrorTally:
@@ -263,14 +369,15 @@ def _settle(device, e: Exception | None = None) -> None:
 
 
 def accuracy_rows(methods: list[Method], dists, ks, size: int, device, context: dict, seed: int | None = None):
-    """Yield one row per (distribution, K, method).  Inputs are fresh per (distribution, K) and shared by
-    every method; a method that raises gives a row with its error, and the others go on."""
+    """Yield one row per (distribution, K, method), `ks` the K values of every distribution or a mapping from
+    each distribution to its own (distribution_ks()).  Inputs (sample_pair()) are fresh per (distribution, K) and
+    shared by every method; a method that raises gives a row with its error, and the others go on."""
     import torch
     for dist in dists:
-        for K in ks:
+        for K in ks[dist] if isinstance(ks, dict) else ks:
             s = int.from_bytes(os.urandom(4), "little") if seed is None else seed
             g = torch.Generator(device=device).manual_seed(s)
-            a, b = sample(dist, (size, K), g, device), sample(dist, (K, size), g, device)
+            a, b = sample_pair(dist, size, K, size, g, device)
             ref, absprod = products(a, b)
             for m in methods:
                 row = dict.fromkeys(ACCURACY_COLUMNS, "")
@@ -365,7 +472,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer K and Figure 8 k values, shorter timing budget")
     ap.add_argument("--out", type=Path, default=ROOT / "reports")
     ap.add_argument("--size", type=int, default=1024, help="M = N of the error-vs-K study (default 1024)")
-    ap.add_argument("--ks", default=None, help=f"K values (default {','.join(map(str, KS))})")
+    ap.add_argument("--ks", default=None, help="K values of every distribution (default: each distribution's own, "
+                    + "; ".join(f"{d.name} {','.join(map(str, d.ks))}" for d in DISTRIBUTION_LIST) + ")")
     ap.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
     ap.add_argument("--fig8-ks", default=None, help=f"Figure 8 k values (default {','.join(map(str, FIG8_KS))})")
     ap.add_argument("--fig8-backends", default="cuda", help="backends timed in Figure 8 (default cuda)")
@@ -389,7 +497,7 @@ def main(argv: list[str] | None = None, render=None) -> int:
     device = torch.device("cuda", torch.cuda.current_device())
     env = environment.collect(device)
     context = {"gpu": env["gpu"], "commit": env["commit"]}
-    ks = _ints(args.ks) if args.ks else (QUICK_KS if args.quick else KS)
+    ks = distribution_ks(dists, _ints(args.ks) if args.ks else None, args.quick)
     fig8_ks = _ints(args.fig8_ks) if args.fig8_ks else (QUICK_FIG8_KS if args.quick else FIG8_KS)
     args.out.mkdir(parents=True, exist_ok=True)
     impls = registry.implementations()

@@ -10,7 +10,8 @@ What each figure shows (every one zooms, toggles a trace on a legend click and i
   the cuBLAS routine the rows are measured against (their baseline_impl) as a named horizontal line.
 * size_sweep(df, shape_set): TFLOP/s against problem size, one facet per family, a line per implementation:
   against the side for square shapes, against "MxNxK" (ordered by FLOPs) for other shape sets.
-* pareto(points): speed against error, log-log, with the Pareto front (points no other point beats on both).
+* pareto(points): speed against error, log-log, with the Pareto front (points no other point beats on both);
+  pareto_menu(panels) the same for several sets of errors (one per input distribution), a menu picking one.
 * cross_gpu(frames): the same implementations at the largest square size every GPU measured, a bar per GPU.
 
 One look on every figure and page: colour is the backend (backend_colour), the marker symbol the stage, a
@@ -358,9 +359,11 @@ LEGEND_ROW_PX = 19.5
 
 def _legend_height(fig: go.Figure) -> float:
     counts: dict[str, int] = {}
+    seen = set()                  # an item once, though several panels of a menu (pareto_menu_figure) repeat it
     for item in (*fig.data, *(s for s in fig.layout.shapes if s.showlegend)):
-        if item.showlegend is not False:
-            group = item.legendgroup or item.name or ""
+        group = item.legendgroup or item.name or ""
+        if item.showlegend is not False and (group, item.name) not in seen:
+            seen.add((group, item.name))
             counts[group] = counts.get(group, 1 if item.legendgrouptitle.text else 0) + 1
     per_band = int(1 / LEGEND_COLUMN)
     bands = [list(counts.values())[i:i + per_band] for i in range(0, len(counts), per_band)]
@@ -646,14 +649,15 @@ def _stage_of(impl: str) -> str:
     return next((s.number for s in STAGES if body.startswith(s.key)), "baseline")
 
 
-def pareto_figure(points: pd.DataFrame) -> go.Figure | None:
-    """Speed against accuracy: TFLOP/s across, error up, both log; lower right is better, and the stepped line
-    is the Pareto front.
+# Columns a Pareto point may carry for its hover, beside the error it is drawn at (a stage page gives them).
+PARETO_EXTRA = (("median elementwise error", "median_error"), ("componentwise error", "componentwise_error"),
+                ("error measured at", "error_at"))
 
-    `points` columns: impl, tflops and error (a number; error_points() makes them from results rows) are
-    needed; metric (the error's name for the axis and hover, e.g. "relative Frobenius error"), precision,
-    backend and stage (both read from impl when absent), M, N, K, shape_set, pct_cublas, baseline_impl,
-    sm_clock_mhz, commit and passed are shown when given."""
+
+def _pareto_panel(points: pd.DataFrame) -> tuple[list[go.Scatter], str, list[str], pd.DataFrame] | None:
+    """One panel of pareto_menu_figure(): its traces (the front, then a trace per series), its metric, the
+    implementations it cannot draw (an error not finite and positive), and its drawn points; None when it has
+    none to draw."""
     if points is None or points.empty or not {"impl", "tflops", "error"} <= set(points.columns):
         return None
     pts = _rows(points.drop(columns=[c for c in ("series", "family") if c in points]))
@@ -663,27 +667,78 @@ def pareto_figure(points: pd.DataFrame) -> go.Figure | None:
     pts["backend"] = [b or i.split(":", 1)[0] for b, i in zip(pts["backend"], pts["impl"])]
     pts["stage"] = [s or _stage_of(i) for s, i in zip(pts["stage"], pts["impl"])]
     pts["series"] = [series_key(s, i) for s, i in zip(pts["stage"], pts["impl"])]
-    pts = plottable(pts, "tflops", "error")
-    if pts.empty:
+    drawn = plottable(pts, "tflops", "error")
+    if drawn.empty:
         return None
+    lost = sorted(set(pts["impl"]) - set(drawn["impl"]))
     labels = points["metric"].dropna().astype(str) if "metric" in points else pd.Series(dtype=str)
     metric = labels.iloc[0] if len(labels) else "error"
-    front = pts[pareto_front(pts, "tflops", "error")].sort_values("tflops")
-    fig = go.Figure(go.Scatter(x=front["tflops"], y=front["error"], mode="lines", line_shape="vh", name="Pareto front",
-                               line=dict(color="#555555", width=1.2), legendrank=0, hoverinfo="skip"))
-    fig.add_traces(_points(pts, "tflops", y="error", unit="TFLOP/s", ranks=_ranks(pts), error="error", error_label=metric,
-                           several=_several(pts)))
-    _failed_note(fig, pts)
-    fig.add_annotation(text="better: lower right", xref="paper", yref="paper", x=1, y=0, xanchor="right",
-                       yanchor="bottom", showarrow=False, font=dict(color="#555555"))
+    front = drawn[pareto_front(drawn, "tflops", "error")].sort_values("tflops")
+    traces = [go.Scatter(x=front["tflops"], y=front["error"], mode="lines", line_shape="vh", name="Pareto front",
+                         line=dict(color="#555555", width=1.2), legendrank=0, hoverinfo="skip")]
+    extra = tuple((label, col) for label, col in PARETO_EXTRA if col in points)
+    traces += _points(drawn, "tflops", y="error", unit="TFLOP/s", ranks=_ranks(drawn), error="error",
+                      error_label=metric, several=_several(drawn), extra=extra)
+    return traces, metric, lost, drawn
+
+
+def pareto_menu_figure(panels: list[tuple[str, pd.DataFrame]]) -> go.Figure | None:
+    """Speed against accuracy: TFLOP/s across, error up, both log; lower right is better, and the stepped line
+    is the Pareto front.  One panel per (label, points), a menu at the top right picking which one shows (none
+    with a single panel); a panel's points that cannot sit on a log axis (NaN/inf, or an exact 0) are named under
+    its plot.
+
+    `points` columns: impl, tflops and error (a number; error_points() makes them from results rows) are
+    needed; metric (the error's name for the axis and hover, e.g. "relative Frobenius error"), precision,
+    backend and stage (both read from impl when absent), M, N, K, shape_set, pct_cublas, baseline_impl,
+    sm_clock_mhz, commit, passed and PARETO_EXTRA's columns are shown when given."""
+    built = [(label, b) for label, points in panels if (b := _pareto_panel(points))]
+    if not built:
+        return None
+    fig = go.Figure()
+    spans, layouts = [], []
+    for i, (label, (traces, metric, lost, _)) in enumerate(built):
+        for t in traces if len(built) > 1 else ():
+            t.visible = i == 0
+            t.meta = {**(t.meta or {}), "panel": label}
+        spans.append(range(len(fig.data), len(fig.data) + len(traces)))
+        fig.add_traces(traces)
+        notes = [dict(text="better: lower right", xref="paper", yref="paper", x=1, y=0, xanchor="right",
+                      yanchor="bottom", showarrow=False, font=dict(color="#555555"))]
+        if lost:
+            notes.append(dict(text=f"not drawn (error NaN/inf, 0 or not measured): {', '.join(lost)}", xref="paper",
+                              yref="paper", x=0.01, y=0.99, xanchor="left", yanchor="top", showarrow=False,
+                              bgcolor="rgba(255,255,255,0.8)", font=dict(color="#b31d28", size=11)))
+        layouts.append({"title.text": f"Speed against accuracy ({metric})", "yaxis.title.text": metric,
+                        "annotations": notes})
+    _failed_note(fig, pd.concat([b[3] for _, b in built]).drop_duplicates("impl"))
+    fig.update_layout(annotations=layouts[0]["annotations"])
     fig.update_xaxes(type="log", title_text="TFLOP/s")
-    fig.update_yaxes(type="log", title_text=metric, exponentformat="power")
-    return _style(fig, f"Speed against accuracy ({metric})", 500)
+    fig.update_yaxes(type="log", title_text=layouts[0]["yaxis.title.text"], exponentformat="power")
+    _style(fig, layouts[0]["title.text"], 500)
+    if len(built) > 1:
+        n = len(fig.data)
+        buttons = [dict(label=label, method="update",
+                        args=[{"visible": [j in span or j >= spans[-1].stop for j in range(n)]}, layout])
+                   for (label, _), span, layout in zip(built, spans, layouts)]
+        fig.update_layout(updatemenus=[dict(type="dropdown", buttons=buttons, active=0, x=1, xanchor="right", y=1.02,
+                                            yanchor="bottom", showactive=True)])
+    return fig
+
+
+def pareto_figure(points: pd.DataFrame) -> go.Figure | None:
+    """pareto_menu_figure() of one panel."""
+    return pareto_menu_figure([("", points)])
 
 
 def pareto(points: pd.DataFrame, element_id: str = "fig-pareto") -> str | None:
     """pareto_figure() as an HTML fragment, div id fig-pareto (or `element_id`)."""
     return fragment(pareto_figure(points), element_id)
+
+
+def pareto_menu(panels: list[tuple[str, pd.DataFrame]], element_id: str = "fig-pareto") -> str | None:
+    """pareto_menu_figure() as an HTML fragment, div id fig-pareto (or `element_id`)."""
+    return fragment(pareto_menu_figure(panels), element_id)
 
 
 # --- one implementation on several GPUs ----------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Stage 14's section of the report (seed 002's TCEC): its error against K per input distribution (accuracy.csv:
-relative Frobenius, median elementwise and componentwise errors, and each method's accuracy as a multiple of
-cuBLAS SGEMM's on the same inputs, said in a sentence per distribution), each variant's error as a multiple of
-the TCEC method's, speed against accuracy (results.csv) with the Pareto front, and seed 002's
-Figure 8 on this GPU (fig8.csv) beside the paper's A100 figure.  python -m study.accuracy writes the two CSVs;
-tcec_figures.py draws the figures.
+relative Frobenius, median elementwise and componentwise errors), each fp32-labelled method's claims against
+cuBLAS SGEMM per distribution and metric (its error over SGEMM's on the same inputs: beats, ties or loses, said in
+a table and in sentences, never by hand), each variant's error as a multiple of the TCEC method's, speed
+(results.csv) against each distribution's error (accuracy.csv) with the Pareto front, and seed 002's Figure 8 on
+this GPU (fig8.csv) beside the paper's A100 figure.  python -m study.accuracy writes the two CSVs;
+tcec_figures.py draws the static figures, interactive.py the Pareto plot.
 
 The report reaches it as one of its stage pages (study/present/pages.py says what a page module gives).
 The stage's own ceilings on the fp32 roofline come from its Stage record (fp32_products, split_peaks).  Seed
@@ -18,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from study.core import stages
-from study.measure.accuracy import (ACCURACY_COLUMNS, DISTRIBUTIONS, FIG8_COLUMNS, METRIC_DEFINITIONS,
+from study.core.schema import TOLERANCE
+from study.measure.accuracy import (ACCURACY_COLUMNS, DISTRIBUTION, DISTRIBUTIONS, FIG8_COLUMNS, METRIC_DEFINITIONS,
                                     SEED002_MAX_RELERR_DEFINITION)
 from study.measure.frame import load_table, positive, variant_of
 from study.present import interactive, tcec_figures
@@ -34,8 +36,19 @@ FIG8_NUMERIC = ("batch", "M", "N", "K", "ms", "reps", "tflops", "sgemm_tflops", 
                 "componentwise", "seed002_max_relerr", "nonfinite", "sm_clock_mhz")
 # accuracy.csv's errors, in the order the tables show them, with their column headings.
 METRICS = (("relerr", "Frobenius"), ("median_relerr", "median"), ("componentwise", "componentwise"))
-SGEMM = "cublas"   # cuBLAS SGEMM (fp32, TF32 off): what "as accurate as SGEMM" is measured against
-DIST_LABELS = {"randn": "randn", "uniform": "uniform [0, 1)", "wide": "wide-exponent"}
+# The same errors in a sentence's words.
+METRIC_WORDS = {"relerr": "relative Frobenius error", "median_relerr": "median elementwise error",
+                "componentwise": "componentwise error"}
+SGEMM = "cublas"   # cuBLAS SGEMM (fp32, TF32 off): what every claim of accuracy is measured against
+DIST_LABELS = {name: d.label for name, d in DISTRIBUTION.items()}
+# The precisions that claim fp32 accuracy (and any other held to fp32's tolerance, study.core.schema.TOLERANCE):
+# each gets a verdict against SGEMM per distribution and metric.
+FP32_LABELS = ("fp32", "fp16x3-tcec", "tf32x3", "bf16x6", "bf16x9")
+# A method's error over SGEMM's on the same inputs: below BEATS it beats SGEMM, up to TIES it ties, above it loses.
+BEATS, TIES = 0.8, 1.25
+VERDICTS = ("beats", "ties", "loses")
+# The K at which each distribution's error meets the speed on the Pareto plot (the largest K below it otherwise).
+PARETO_K = 4096
 PNGS = ("tcec_accuracy.png", "tcec_pareto.png", "tcec_fig8.png")
 
 # Seed 002 (Ootomo & Yokota, HPC Asia 2023), shared/seeds/002-ootomo-yokota-wmmae-tcec-paper.txt.
@@ -72,21 +85,39 @@ def _err_cell(r, metric: str) -> dict:
 
 
 def times(ratio: float, digits: int = 3) -> str:
-    """A ratio as "7.5x", "0.46x" or "1,400x"."""
-    return f"{ratio:.{digits}g}x" if ratio < 1000 else f"{ratio:,.0f}x"
+    """A ratio as "7.5x", "0.46x", "1,400x" or "1.74e+06x"; "NaN/inf" for an infinite one (a method that returned
+    NaN/inf)."""
+    if math.isinf(ratio):
+        return "NaN/inf"
+    return f"{ratio:,.0f}x" if 1000 <= ratio < 1e5 else f"{ratio:.{digits}g}x"
 
 
-def sgemm_ratio(r, sgemm, metric: str = "relerr") -> float | None:
-    """SGEMM's error over the method's on the same inputs (above 1: more accurate than SGEMM); 0 when the
-    method returned NaN/inf; None when either did not run or SGEMM has no finite, nonzero error."""
+def fp32_labelled(precision: str) -> bool:
+    """A precision that claims fp32 accuracy: one of FP32_LABELS, or any held to fp32's tolerance."""
+    return precision in FP32_LABELS or TOLERANCE.get(precision, math.inf) <= TOLERANCE["fp32"]
+
+
+def error_ratio(r, sgemm, metric: str = "relerr") -> float | None:
+    """The method's error over SGEMM's on the same inputs (below 1: more accurate than SGEMM); inf when the method
+    returned NaN/inf (or erred where SGEMM was exact); None when either did not run, SGEMM returned NaN/inf, or an
+    error is not a number."""
     if r is None or sgemm is None or r["error"] or sgemm["error"] or sgemm["nonfinite"] > 0:
         return None
     if r["nonfinite"] > 0:
-        return 0.0
+        return math.inf
     mine, base = r[metric], sgemm[metric]
-    if not (finite(mine) and finite(base)) or base <= 0:
+    if not (finite(mine) and finite(base)):
         return None
-    return math.inf if mine == 0 else base / mine
+    if base == 0:
+        return 1.0 if mine == 0 else math.inf
+    return mine / base
+
+
+def verdict(ratio: float) -> str:
+    """"beats" SGEMM (an error below BEATS times SGEMM's), "ties" (up to TIES times) or "loses", judged on the ratio
+    to the three significant digits the report prints (times()), so a printed 0.8x never beats."""
+    shown = float(f"{ratio:.3g}")
+    return "beats" if shown < BEATS else "ties" if shown <= TIES else "loses"
 
 
 def _ks_text(ks) -> str:
@@ -94,77 +125,134 @@ def _ks_text(ks) -> str:
 
 
 def _range(ratios) -> str:
-    lo, hi = times(min(ratios), 2), times(max(ratios), 2)
-    return lo if lo == hi else f"{lo[:-1]}\u2013{hi}"
+    """The span of some ratios ("0.25–0.71x", "1.3x"), NaN/inf named apart."""
+    ok = [r for r in ratios if math.isfinite(r)]
+    lo, hi = (times(min(ok)), times(max(ok))) if ok else ("", "")
+    span = lo if lo == hi else f"{lo[:-1]}\u2013{hi}"
+    return ", ".join(t for t in (span, "NaN/inf" if len(ok) < len(ratios) else "") if t)
 
 
-def accuracy_sentence(method: str, dist: str, ratios: dict, median_ratios: dict, raised=()) -> str:
-    """One sentence on a method against SGEMM on one distribution, from {K: SGEMM error / method error} of the
-    relative Frobenius error (0: the method returned NaN/inf) and of the median elementwise error; direction
-    said plainly ("less accurate than SGEMM at every K" when every ratio is below 1)."""
-    label = DIST_LABELS.get(dist, dist)
-    ok = {k: v for k, v in ratios.items() if v > 0}
-    broke = sorted(k for k, v in ratios.items() if v == 0)
-    if not ok:
-        said = f"On {label} inputs, {method} returned NaN/inf at every K measured ({', '.join(map(str, broke))})"
+def _groups(by_k: dict[int, float]) -> list[tuple[str, list[int], list[float]]]:
+    """{K: ratio} as (verdict, its Ks, their ratios), in VERDICTS order."""
+    out = []
+    for v in VERDICTS:
+        ks = sorted(k for k, r in by_k.items() if verdict(r) == v)
+        if ks:
+            out.append((v, ks, [by_k[k] for k in ks]))
+    return out
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _pattern(groups) -> str:
+    """Verdicts with their Ks and ratios: "ties at K = 4096 (1.1x) and loses at K = 256 (2.2x)"."""
+    return _and([f"{v} at {_ks_text(ks)} ({_range(rs)})" for v, ks, rs in groups])
+
+
+def claim_text(by_k: dict[int, float]) -> str:
+    """One metric's claim over the Ks measured: "beats (0.25–0.71x)" when every K agrees, else each verdict with
+    its Ks ("ties at K = 4096 (1.1x) and loses at K = 256 (2.2x)")."""
+    groups = _groups(by_k)
+    return f"{groups[0][0]} ({_range(groups[0][2])})" if len(groups) == 1 else _pattern(groups)
+
+
+def claim_clauses(verdicts: dict[str, dict[int, float]], raised=()) -> str:
+    """What a method does against SGEMM on one distribution, from {metric: {K: its error / SGEMM's}} (in METRICS'
+    order): metrics whose verdict is the same at every K share a clause ("beats by relative Frobenius error
+    (0.25–0.71x) and median elementwise error (0.3x)"), metrics whose verdict changes with K name their Ks ("ties at
+    K = 4096 (1.1x) and loses at K = 256 (2.2x) by componentwise error"); a method that returned NaN/inf at every
+    K says so."""
+    verdicts = {m: v for m, v in verdicts.items() if v}
+    if not verdicts:
+        return ""
+    every = sorted({k for v in verdicts.values() for k in v})
+    if all(math.isinf(r) for v in verdicts.values() for r in v.values()):
+        said = f"returned NaN/inf at every K measured ({', '.join(map(str, every))}), so loses by every metric"
     else:
-        better = sorted(k for k, v in ok.items() if v > 1)
-        worse = sorted(k for k, v in ok.items() if v < 1)
-        every = not broke and not raised         # "at every K" only when every K gave a finite error
-        if better and worse:
-            direction = f"more accurate than SGEMM at {_ks_text(better)}, less accurate at {_ks_text(worse)}"
-        elif better or worse:
-            word, ks = ("more", better) if better else ("less", worse)
-            at = "every K" if every and len(ks) == len(ok) else _ks_text(ks)
-            direction = f"{word} accurate than SGEMM at {at}"
-        else:
-            direction = "as accurate as SGEMM"
-        said = (f"On {label} inputs, {method} is {_range(ok.values())} as accurate as cuBLAS SGEMM by relative "
-                f"Frobenius error (SGEMM's error / its error, {_ks_text(sorted(ok))}): {direction}")
-        med = [v for k, v in median_ratios.items() if k in ok and v and math.isfinite(v)]
-        if med:
-            said += f"; by median elementwise error, {_range(med)}"
-        if broke:
-            said += f"; NaN/inf at {_ks_text(broke)}"
+        # A clause per verdict that holds at every K (each metric with its ratios), or per pattern of verdicts over
+        # the Ks (the metrics that share it), in the order of their first metric (METRICS').
+        clauses: dict[str, list[str]] = {}
+        for metric, by_k in verdicts.items():
+            groups = _groups(by_k)
+            if len(groups) == 1:
+                clauses.setdefault(groups[0][0], []).append(f"{METRIC_WORDS[metric]} ({_range(groups[0][2])})")
+            else:
+                clauses.setdefault(_pattern(groups), []).append(METRIC_WORDS[metric])
+        said = "; ".join(f"{what} by {_and(items)}" for what, items in clauses.items())
     if raised:
         said += f"; it raised at {_ks_text(sorted(raised))}"
-    return said + "."
+    return said
+
+
+def claim_sentence(method: str, dist: str, ks, verdicts: dict[str, dict[int, float]], raised=()) -> str:
+    """One sentence on a method against SGEMM on one distribution (claim_clauses())."""
+    return (f"On {DIST_LABELS.get(dist, dist)} inputs ({_ks_text(ks)}), {method} against cuBLAS SGEMM (its error / "
+            f"SGEMM's on the same inputs): {claim_clauses(verdicts, raised)}.")
+
+
+def _verdicts(m: str, dist: str, ks, last: dict) -> dict[str, dict[int, float]]:
+    """{metric: {K: m's error / SGEMM's}} on one distribution, where both ran."""
+    out = {}
+    for metric, _ in METRICS:
+        ratios = {k: error_ratio(last.get((m, dist, k)), last.get((SGEMM, dist, k)), metric) for k in ks}
+        out[metric] = {k: v for k, v in ratios.items() if v is not None}
+    return out
+
+
+def _distributions(acc: pd.DataFrame) -> list[str]:
+    """The distributions of accuracy.csv, DISTRIBUTIONS first in their order, then any other by name."""
+    present = set(acc["distribution"])
+    return [d for d in DISTRIBUTIONS if d in present] + sorted(present - set(DISTRIBUTIONS))
+
+
+def _latest(acc: pd.DataFrame) -> dict:
+    """accuracy.csv's last row per (method, distribution, K)."""
+    return {(r["method"], r["distribution"], int(r["K"])): r for _, r in acc.dropna(subset=["K"]).iterrows()}
 
 
 def accuracy_tables(acc: pd.DataFrame) -> list[dict]:
     """One table per distribution: a row per method, per K its relative Frobenius, median elementwise and
-    componentwise errors and its accuracy as a multiple of SGEMM's (SGEMM's relative Frobenius error / its own);
-    and a sentence per TCEC method (the stage's method on each backend, no variant) against SGEMM."""
-    dists = [d for d in DISTRIBUTIONS if (acc["distribution"] == d).any()] + \
-        sorted(set(acc["distribution"]) - set(DISTRIBUTIONS))
-    last = {(r["method"], r["distribution"], int(r["K"])): r for _, r in acc.dropna(subset=["K"]).iterrows()}
+    componentwise errors and its relative Frobenius error over SGEMM's; a claims table (each fp32-labelled method's
+    verdict against SGEMM per metric, over the Ks); and a sentence per TCEC method (the stage's method on each
+    backend, no variant) against SGEMM."""
+    last = _latest(acc)
     tables = []
-    for dist in dists:
+    for dist in _distributions(acc):
         at = acc[acc["distribution"] == dist]
         ks = [int(k) for k in sorted(set(at["K"].dropna()))]
         methods = sorted({(r["stage"], r["backend"], r["method"], r["precision"]) for _, r in at.iterrows()},
                          key=lambda m: _method_order(*m[:3]))
-        rows, sentences = [], []
+        rows, claims, sentences = [], [], []
         for stage, backend, m, precision in methods:
             cells = []
             for k in ks:
                 r, base = last.get((m, dist, k)), last.get((SGEMM, dist, k))
-                ratio = sgemm_ratio(r, base)
+                ratio = error_ratio(r, base)
                 cells += [_err_cell(r, metric) for metric, _ in METRICS]
-                cells.append({"text": "" if ratio is None or m == SGEMM else "NaN/inf" if ratio == 0 else times(ratio),
-                              "title": f"SGEMM's relative Frobenius error / {m}'s, {dist} K={k}",
-                              "bad": ratio is not None and ratio < 1})
+                cells.append({"text": "" if ratio is None or m == SGEMM else times(ratio),
+                              "title": f"{m}'s relative Frobenius error / SGEMM's, {dist} K={k}"
+                                       + (f": {verdict(ratio)}" if ratio is not None else ""),
+                              "bad": ratio is not None and verdict(ratio) == "loses"})
             rows.append({"method": m, "precision": precision, "cells": cells})
+            if m == SGEMM or not fp32_labelled(precision):
+                continue
+            verdicts = _verdicts(m, dist, ks, last)
+            if not any(verdicts.values()):
+                continue
+            raised = [k for k in ks if (r := last.get((m, dist, k))) is not None and r["error"]]
+            claims.append({"method": m, "precision": precision, "verdicts": verdicts, "cells": [
+                {"text": claim_text(verdicts[metric]) if verdicts[metric] else "",
+                 "title": "; ".join(f"K={k}: {times(v)} ({verdict(v)})" for k, v in verdicts[metric].items()),
+                 "bad": any(verdict(v) == "loses" for v in verdicts[metric].values())} for metric, _ in METRICS]})
             if stage == NUMBER and not variant_of(stage, m):
-                got = {k: last.get((m, dist, k)) for k in ks}
-                ratios = {k: sgemm_ratio(r, last.get((SGEMM, dist, k))) for k, r in got.items()}
-                ratios = {k: v for k, v in ratios.items() if v is not None}
-                medians = {k: sgemm_ratio(got[k], last.get((SGEMM, dist, k)), "median_relerr") for k in ratios}
-                raised = [k for k, r in got.items() if r is not None and r["error"]]
-                if ratios:
-                    sentences.append({"method": m, "text": accuracy_sentence(m, dist, ratios, medians, raised)})
-        tables.append({"dist": dist, "label": DIST_LABELS.get(dist, dist), "ks": ks, "rows": rows,
-                       "sentences": sentences, "sizes": sorted({int(v) for v in at["M"].dropna()})})
+                said = sorted({k for v in verdicts.values() for k in v})
+                sentences.append({"method": m, "ks": said, "clauses": claim_clauses(verdicts, raised),
+                                  "text": claim_sentence(m, dist, said, verdicts, raised)})
+        about = DISTRIBUTION[dist].about if dist in DISTRIBUTION else ""
+        tables.append({"dist": dist, "label": DIST_LABELS.get(dist, dist), "about": about, "ks": ks, "rows": rows,
+                       "claims": claims, "sentences": sentences, "sizes": sorted({int(v) for v in at["M"].dropna()})})
     return tables
 
 
@@ -211,6 +299,58 @@ def pareto_points(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     n = 4096 if 4096 in sides else max(sides)
     at = d[(d["M"] == n) & d["tflops"].gt(0) & d["relerr"].gt(0)]
     return at.drop_duplicates("impl", keep="last"), f"{n}x{n}x{n}"
+
+
+def pareto_panels(points: pd.DataFrame, acc: pd.DataFrame | None) -> list[dict]:
+    """Speed against error per distribution of accuracy.csv: `points` (pareto_points(), TFLOP/s from results.csv)
+    with that distribution's errors at K = PARETO_K (the largest K below it where it has none; M = N as measured)
+    as pareto() points, for every method in both files.  Each panel: dist, label, k, sizes, points (error =
+    relerr, and median_error, componentwise_error, error_at for the hover), front (pareto_front() of the points
+    over impl), missing (speed but no accuracy row at that K) and broken ({impl: "NaN/inf" or "raised"} there)."""
+    if acc is None or acc.empty or points.empty:
+        return []
+    last = _latest(acc)
+    panels = []
+    for dist in _distributions(acc):
+        ks = sorted({int(k) for k in acc.loc[acc["distribution"] == dist, "K"].dropna()})
+        below = [k for k in ks if k <= PARETO_K]
+        k = PARETO_K if PARETO_K in ks else (below[-1] if below else ks[-1])
+        label = DIST_LABELS.get(dist, dist)
+        rows, missing, broken = [], [], {}
+        for _, p in points.iterrows():
+            r = last.get((p["impl"], dist, k))
+            if r is None:
+                missing.append(p["impl"])
+            else:         # a method that raised or returned NaN/inf is a point the figure names but cannot draw
+                if r["error"] or r["nonfinite"] > 0:
+                    broken[p["impl"]] = "raised" if r["error"] else "NaN/inf"
+                rows.append(p.to_dict() | {
+                    "error": math.nan if r["error"] else math.inf if r["nonfinite"] > 0 else r["relerr"],
+                    "median_error": r["median_relerr"], "componentwise_error": r["componentwise"],
+                    "error_at": f"{int(r['M'])}x{int(r['N'])}x{k}, {label} inputs (accuracy.csv)"})
+        if len(broken) == len(rows):
+            continue
+        pts = pd.DataFrame(rows).assign(metric=f"relative Frobenius error, {label} inputs at K = {k}")
+        front = pareto_front(pts, "tflops", "error")
+        panels.append({"dist": dist, "label": label, "k": k, "points": pts, "missing": missing, "broken": broken,
+                       "front": set(pts.loc[front, "impl"]),
+                       "sizes": sorted({int(v) for v in acc.loc[acc["distribution"] == dist, "M"].dropna()})})
+    return panels
+
+
+def pareto_table(points: pd.DataFrame, panels: list[dict]) -> list[dict]:
+    """A row per implementation of `points`, fastest first: its TFLOP/s and, per panel, its error (bold on that
+    panel's Pareto front)."""
+    rows = []
+    for _, r in points.sort_values("tflops", ascending=False).iterrows():
+        cells = []
+        for p in panels:
+            mine = p["points"][p["points"]["impl"] == r["impl"]]
+            text = p["broken"].get(r["impl"]) or (fmt_num(float(mine["error"].iloc[-1])) if len(mine) else "")
+            cells.append({"text": text, "front": r["impl"] in p["front"], "bad": r["impl"] in p["broken"]})
+        rows.append({"impl": r["impl"], "backend": r["backend"], "precision": r["precision"],
+                     "tflops": fmt_num(r["tflops"]), "cells": cells})
+    return rows
 
 
 def _best_tcec(f8: pd.DataFrame) -> pd.Series | None:
@@ -279,7 +419,11 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
         notes.append("no fig8.csv in this directory (python -m study.accuracy without --no-fig8 writes it)")
     if points.empty:
         notes.append("results.csv has no stage-14 rows with TFLOP/s and relerr, so there is no Pareto plot")
-    front = pareto_front(points) if not points.empty else pd.Series(dtype=bool)
+    panels = pareto_panels(points, acc)
+    if not points.empty and not panels:      # no accuracy.csv row of these methods: the sweep's own randn relerr
+        panels = [{"dist": "", "label": f"randn inputs at {shape} (results.csv)", "k": None, "sizes": [],
+                   "points": interactive.error_points(points), "missing": [], "broken": {},
+                   "front": set(points.loc[pareto_front(points), "impl"])}]
     refs = [(f"seed 002: TCEC on {PAPER['gpu']}, {PAPER['tcec_tflops']} TFLOP/s", PAPER["tcec_tflops"], "--"),
             (f"{PAPER['gpu']} FP32 peak {PAPER['fp32_peak_tflops']} (seed 002, Table 1)", PAPER["fp32_peak_tflops"], ":")]
     fma = positive(((ceilings or {}).get("measured") or {}).get("fp32_fma_tflops"))
@@ -291,18 +435,17 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
     variants, worse = worse_rows(acc) if acc is not None else ([], [])
     return {
         "notes": notes, "definitions": [(label, METRIC_DEFINITIONS[m]) for m, label in METRICS],
+        "metric_names": [label for _, label in METRICS], "beats": BEATS, "ties": TIES,
         "seed002_definition": SEED002_MAX_RELERR_DEFINITION,
         "acc_png": acc_png and acc_png.name, "acc": accuracy_tables(acc) if acc is not None and len(acc) else None,
         "acc_source": _provenance(acc), "worse_variants": variants, "worse": worse,
         "pareto_png": pareto_png and pareto_png.name, "pareto_shape": shape,
-        "pareto_html": interactive.pareto(interactive.error_points(points)) if not points.empty else None,
-        "pareto": [{"impl": r["impl"], "backend": r["backend"], "precision": r["precision"],
-                    "tflops": fmt_num(r["tflops"]), "relerr": fmt_num(r["relerr"]), "front": bool(front[i])}
-                   for i, r in points.sort_values("tflops", ascending=False).iterrows()],
+        "pareto_html": interactive.pareto_menu([(p["label"], p["points"]) for p in panels]) if panels else None,
+        "pareto_panels": [{k: v for k, v in p.items() if k != "points"} for p in panels],
+        "pareto": pareto_table(points, panels),
         "fig8_png": fig8_png and fig8_png.name, "fig8": fig8_context(f8, ceilings) if f8 is not None else None,
         "fig8_source": _provenance(f8),
     }
-
 
 
 def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
@@ -323,7 +466,17 @@ def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str,
             "fp32"))
         acc, _ = load_table(report_dir / "accuracy.csv", ACCURACY_COLUMNS, ACC_NUMERIC)
         if acc is not None and len(acc):
-            said = [s["text"] for t in accuracy_tables(acc) for s in t["sentences"] if s["method"] == best["impl"]]
+            method = _cuda_method(acc) or best["impl"]
+            said = [f"On {t['label']} inputs ({_ks_text(c['ks'])}), it {c['clauses']}."
+                    for t in accuracy_tables(acc) for c in t["sentences"] if c["method"] == method]
             if said:
-                out.append(("TCEC's accuracy, per input distribution", " ".join(said), ""))
+                out.append(("TCEC's accuracy against SGEMM, per input distribution", (
+                    f"{method}'s error over cuBLAS SGEMM's on the same inputs, per metric (beats: below {BEATS}x, "
+                    f"ties: {BEATS}\u2013{TIES}x, loses: above {TIES}x). " + " ".join(said)), ""))
     return out
+
+
+def _cuda_method(acc: pd.DataFrame) -> str | None:
+    """The stage's own method on CUDA (no variant) in accuracy.csv, if it is there."""
+    mine = acc[(acc["stage"] == NUMBER) & (acc["backend"] == "cuda")]
+    return next((m for m in mine["method"] if not variant_of(NUMBER, m)), None)

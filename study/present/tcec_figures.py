@@ -68,11 +68,15 @@ def _mark_nonfinite(ax, xs) -> None:
                 transform=blended_transform_factory(ax.transData, ax.transAxes), clip_on=False, zorder=4)
 
 
+# Panels of accuracy_vs_k() side by side before they wrap to another row.
+PANELS_PER_ROW = 4
+
+
 def accuracy_vs_k(acc: pd.DataFrame, path: Path, distributions=("randn", "uniform", "wide"),
                   distribution_labels: dict | None = None) -> Path | None:
-    """Relative Frobenius error against K, one panel per input distribution, log scales, a line per method
-    (colour: what it computes; line style: backend).  Methods that produced NaN/inf are marked on the top
-    edge.  The median and componentwise errors are in the section's tables."""
+    """Relative Frobenius error against K, one panel per input distribution (PANELS_PER_ROW to a row), log
+    scales, a line per method (colour: what it computes; line style: backend).  Methods that produced NaN/inf are
+    marked on the top edge.  The median and componentwise errors are in the section's tables."""
     if acc is None or acc.empty:
         return None
     acc = acc[acc["error"].fillna("") == ""]
@@ -85,9 +89,13 @@ def accuracy_vs_k(acc: pd.DataFrame, path: Path, distributions=("randn", "unifor
     styles = _family_styles(acc["family"])
     axes_rc, ctx_rc = theme()
     with axes_rc, ctx_rc:
-        fig = Figure(figsize=(2.8 + 4.4 * len(dists), 4.6), layout="constrained")
-        axes = fig.subplots(1, len(dists), squeeze=False)[0]
-        for ax, dist in zip(axes, dists):
+        cols = min(len(dists), PANELS_PER_ROW)
+        rows = -(-len(dists) // cols)
+        fig = Figure(figsize=(2.8 + 4.4 * cols, 4.6 * rows), layout="constrained")
+        grid = fig.subplots(rows, cols, squeeze=False)
+        for ax in grid.flat[len(dists):]:
+            ax.set_axis_off()
+        for ax, dist in zip(grid.flat, dists):
             g = acc[acc["distribution"] == dist]
             for (method, backend, family), s in g.groupby(["method", "backend", "family"], sort=False):
                 s = s.sort_values("K")
@@ -104,7 +112,8 @@ def accuracy_vs_k(acc: pd.DataFrame, path: Path, distributions=("randn", "unifor
                 ax.xaxis.set_minor_locator(NullLocator())
             sizes = ", ".join(str(m) for m in sorted(set(g["M"].dropna().astype(int))))
             ax.set(title=f"{distribution_labels.get(dist, dist)} inputs", xlabel=f"K (M = N = {sizes})")
-        axes[0].set_ylabel("relative Frobenius error")
+        for ax in grid[:, 0]:
+            ax.set_ylabel("relative Frobenius error")
         handles = [Line2D([], [], color=styles[f][0], marker=styles[f][1], label=f) for f in styles]
         names = {"cuda": "CUDA, cuBLAS", "triton": "Triton", "gluon": "Gluon"}
         backends = [b for b in names if (acc["backend"] == b).any() or (b == "cuda" and (acc["backend"] == "cublas").any())]
