@@ -346,8 +346,8 @@ _IMPLS: list[Impl] = [
          _triton_sources("baseline_tuned"), "Tuned Triton matmul (tl.dot, autotuned)"),
     Impl("triton:tuned-tf32", "triton", None, TF32, TritonLaunch("baseline_tuned", "gemm_tf32"),
          _triton_sources("baseline_tuned"), "Tuned Triton matmul, TF32"),
-    Impl("triton:tuned-tf32x3", "triton", None, {"fp32": "tf32x3"}, TritonLaunch("baseline_tuned", "gemm_tf32x3"),
-         _triton_sources("baseline_tuned"), "Tuned Triton matmul, input_precision=tf32x3"),
+    Impl("triton:tuned-tf32x3", "triton", None, {"fp32": "tf32x3-tcacc"}, TritonLaunch("baseline_tuned", "gemm_tf32x3"),
+         _triton_sources("baseline_tuned"), "Tuned Triton matmul, input_precision=tf32x3 (summed in the tensor cores)"),
 ]
 _BY_NAME = {i.name: i for i in _IMPLS}
 assert len(_BY_NAME) == len(_IMPLS), "duplicate implementation names"

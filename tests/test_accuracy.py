@@ -21,8 +21,10 @@ from study.core.schema import RESULT_COLUMNS
 from study.measure.accuracy import (ACCURACY_COLUMNS, DISTRIBUTION, DISTRIBUTIONS, FP16_METHOD, Method, errors, products,
                                     sample, sample_pair)
 from study.measure.frame import load_json, load_results, load_table
-from study.present import figures, tcec
-from study.present.tcec_figures import pareto_front
+
+pytest.importorskip("plotly", reason="the report's figures need plotly (the GPU image lacks it)")
+from study.present import figures, tcec  # noqa: E402
+from study.present.tcec_figures import pareto_front  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "reports"
 REPO = Path(__file__).resolve().parents[1]

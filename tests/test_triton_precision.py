@@ -57,7 +57,7 @@ def judge_unit(precision: str, u: dict) -> str:
             return "operands rounded to TF32"
         if not u["fp32_fma"]:
             return "no fp32 FMA in the PTX"
-    elif precision in ("tf32", "tf32x3"):
+    elif precision in ("tf32", "tf32x3", "tf32x3-tcacc"):
         if not any("tf32" in ops for _, ops in kinds):
             return f"no TF32 MMA: {mmas}"
     elif precision in FP16_SPLITS:

@@ -63,12 +63,16 @@ TOLERANCE: dict[str, float] = {
     "bf16x9": 2e-5,
     "bf16x6-tcacc": 1e-4,
     "bf16x9-tcacc": 1e-4,
+    # Triton's own input_precision="tf32x3": three TF32 products summed inside the tensor cores.  On rows and
+    # columns 2^+-40 apart its relerr was 2.4x SGEMM's (issue 19's range test), so it is not held to fp32's.
+    "tf32x3-tcacc": 1e-4,
 }
 # A method whose error drifts with K rather than walking like sqrt(K): Markidis-style accumulation inside the tensor
 # cores.  On the H100 its relerr on randn inputs was 2^-28.1 K, to two digits, at every K from 128 to 28672 (1.0e-4
 # at K = 28672, the Llama 3 70B down projection), so its tolerance is max(TOLERANCE, TOLERANCE_PER_K * K): four
 # times that drift, and never looser than the fixed one.
-TOLERANCE_PER_K: dict[str, float] = {"fp16x3-markidis": 2**-26, "bf16x6-tcacc": 2**-26, "bf16x9-tcacc": 2**-26}
+TOLERANCE_PER_K: dict[str, float] = {"fp16x3-markidis": 2**-26, "bf16x6-tcacc": 2**-26, "bf16x9-tcacc": 2**-26,
+                                     "tf32x3-tcacc": 2**-26}
 
 
 def tolerance(precision: str, k: int | None = None) -> float:
@@ -100,4 +104,5 @@ ELEMENT_MODEL: dict[str, tuple[float, float]] = {
     "bf16x9": (2**-22, 2**-23),
     "bf16x6-tcacc": (2**-14, 2**-23),    # summed inside the tensor cores, as Markidis
     "bf16x9-tcacc": (2**-14, 2**-23),
+    "tf32x3-tcacc": (2**-14, 2**-23),
 }
