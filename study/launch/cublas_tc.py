@@ -63,7 +63,8 @@ def gemm_int8_rowmajor(p):
 # cuBLAS's own recipe (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUDA 12.9) runs only on Blackwell; this is the same
 # recipe composed from cuBLAS bf16 GEMMs, as a library user on Hopper would: x = x0 + x1 + x2, each part bf16
 # (round to nearest, the differences exact in fp32), every product a cuBLAS GEMM with fp32 output (summed inside the
-# tensor cores over K), the products added in fp32, smallest first.  The split is inside the timed call.
+# tensor cores over K), smallest first, each after the first added to the running fp32 sum in cuBLAS's epilogue
+# (addmm, beta = 1).  The split is inside the timed call.
 _BF16X6 = ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))       # i + j <= 2
 _BF16X9 = ((2, 2), (1, 2), (2, 1), *_BF16X6)
 
