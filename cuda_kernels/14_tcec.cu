@@ -623,46 +623,6 @@ struct Late {
     const unsigned* amax_b;   // [batch][N]
 };
 
-// The epilogue of one warp's m16n128 slice of a 64x128 accumulator pair: this lane holds rows row0 and
-// row0 + 8, columns n0 + 8j + 2(lane % 4) + {0, 1}.  D = alpha * 2^-(ea + eb) (acc + corr / 2^11) + beta * C,
-// and an element whose row of A or column of B holds an inf or a NaN again, as SGEMM computes it.
-template <int V, bool VEC>
-__device__ __forceinline__ void store_tile(const float (&acc)[64], const float (&corr)[64], int row0, int n0,
-                                           int lane, int M, int N, int K, float alpha, const float* __restrict__ A,
-                                           idx_t lda, const Late& late, float beta, const float* __restrict__ C,
-                                           idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    const int tq = lane & 3;
-    const idx_t z = batch_index();
-    const float* __restrict__ B = late.B + z * late.batch_b;
-    const unsigned* __restrict__ amax_b = late.amax_b + z * N;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 8 * h;
-        if (row >= M) continue;
-        const unsigned rm = late.amax_a[z * M + row];
-        const int ea = scale_exponent(rm);
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-            const int col = n0 + 8 * j + 2 * tq;
-            const unsigned cm0 = col < N ? amax_b[col] : 0u, cm1 = col + 1 < N ? amax_b[col + 1] : 0u;
-            float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-            if constexpr (V == TCEC) {
-                v0 += corr[4 * j + 2 * h] * (1.0f / LO_SCALE);
-                v1 += corr[4 * j + 2 * h + 1] * (1.0f / LO_SCALE);
-            }
-            store2<VEC>(unscale(v0, ea + scale_exponent(cm0)), unscale(v1, ea + scale_exponent(cm1)), alpha, beta, C,
-                        ldc, D, ldd, row, col, N);
-            // A row or column with an inf or a NaN: its elements again, as SGEMM computes them.
-            const bool bad_row = rm >= INF_BITS;
-            if (col < N && (bad_row || cm0 >= INF_BITS))
-                D[row * ldd + col] = gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col), alpha, beta, C, ldc, row, col);
-            if (col + 1 < N && (bad_row || cm1 >= INF_BITS))
-                D[row * ldd + col + 1] =
-                    gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col + 1), alpha, beta, C, ldc, row, col + 1);
-        }
-    }
-}
-
 template <int V, bool VEC>
 __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
                                            const __half* __restrict__ ws, const Late& late, float beta,
@@ -704,196 +664,37 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
     }
     async_copy::wait_all();
 
-    store_tile<V, VEC>(acc, corr, row0, n0, lane, M, N, K, alpha, A, lda, late, beta, C, ldc, D, ldd);
-}
-
-// ---- the warp-specialized persistent form (tcec_*_ws) ----------------------------------------------------
-// One block per SM walks the tiles of D.  A producer warpgroup fills a ring of STAGES k-tile images, each the
-// shared-memory image of A hi, A lo (128x32, split here) and B hi, B lo (32x128, as split_b wrote them):
-// thread 0 fetches the B image with one bulk copy (the copy engine; its bytes counted on the slot's full
-// barrier), and all 128 producer threads cp.async their chunks of fp32 A into a private staging ring, then
-// scale and split them into the slot's A image.  Two consumer warpgroups (rows 0-63 and 64-127 of the tile) only
-// issue wgmmas, with both operands in shared memory, and promote hi*hi; D goes out from their registers while
-// the producer already fills the next tile's first k-tiles.  Slots hand over by mbarriers: full[s] completes
-// when the producers have arrived and the B bytes have landed, empty[s] when the consumers' wgmmas that read it
-// have finished.  setmaxnreg moves registers from the producers to the consumers' three 64x128 fp32 tiles.
-namespace ws {
-
-constexpr int THREADS = 384;                       // producer warpgroup, then two consumer warpgroups
-constexpr int STAGES = 4, STAGING = 4;
-constexpr int A_HALVES = BM * BK;                  // one hi or lo A tile
-constexpr int IMAGE_BYTES = 2 * A_HALVES * 2 + wg::WS_TILE * 2;   // A hi, A lo, B hi, B lo: 32 KiB
-constexpr int STAGE_PITCH = BK + 4;                // floats: 8 rows x 16 bytes at distinct banks
-constexpr int STAGING_BYTES = BM * STAGE_PITCH * 4;
-constexpr int SMEM_BYTES = STAGES * IMAGE_BYTES + STAGING * STAGING_BYTES + 2 * STAGES * 8;
-// Registers: a block starts with 168 a thread (65536 / 384, rounded down to a multiple of 8), and setmaxnreg only
-// moves registers within that pool: an increase that the pool cannot cover waits for ever.
-constexpr int PRODUCER_REGS = 104, CONSUMER_REGS = 200;
-static_assert(128 * PRODUCER_REGS + 256 * CONSUMER_REGS <= THREADS * 168, "the block's register pool");
-
-// d (+)= a b: m64n128k16, fp16 inputs, fp32 accumulators, both operands K-major in shared memory.
-__device__ __forceinline__ void mma(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(a), "l"(b), "r"(accumulate));
-}
-
-// The tile of D a block's t-th step computes: grouped order, as block_origin.
-__device__ __forceinline__ void tile_origin(long long pid, int M, int N, int& m0, int& n0) {
-    const long long tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const long long in_group = pid % (GROUP_M * tiles_n), first_m = pid / (GROUP_M * tiles_n) * GROUP_M;
-    const long long group_m = min(tiles_m - first_m, (long long)GROUP_M);
-    m0 = int((first_m + in_group % group_m) * BM);
-    n0 = int(in_group / group_m * BN);
-}
-
-// Producer thread p's 8 chunks of a k-tile: chunk i is row 32 (p / 32) + 8 (i % 4) + p % 8 (of the tile), floats
-// 4c .. 4c+3 with c = (p % 32) / 8 + 4 (i / 4).  So 16 lanes write one 128-byte run of the A image (8 rows x 8 k)
-// and 8 lanes read 8 rows of staging 144 bytes apart: no bank conflicts either way.
-__device__ __forceinline__ int chunk_row(int p, int i) { return 32 * (p >> 5) + 8 * (i & 3) + (p & 7); }
-__device__ __forceinline__ int chunk_col(int p, int i) { return 4 * (((p & 31) >> 3) + 4 * (i >> 2)); }
-
-template <bool VEC>
-__device__ __forceinline__ void stage_a(float* staging, const float* __restrict__ A, idx_t lda, int M, int K, int m0,
-                                        int kt, int p) {
+    const int tq = lane & 3;
+    const idx_t z = batch_index();
+    const float* __restrict__ B = late.B + z * late.batch_b;
+    const unsigned* __restrict__ amax_b = late.amax_b + z * N;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int r = chunk_row(p, i), c = chunk_col(p, i);
-        copy4<VEC>(staging + r * STAGE_PITCH + c, A, lda, m0 + r, kt * BK + c, M, K);
-    }
-}
-
-template <int V>
-__device__ __forceinline__ void split_a(const float* staging, __half* image, const float (&scale)[4], int p) {
+    for (int h = 0; h < 2; ++h) {
+        const int row = row0 + 8 * h;
+        if (row >= M) continue;
+        const unsigned rm = row_max(h);
+        const int ea = scale_exponent(rm);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int r = chunk_row(p, i), c = chunk_col(p, i);
-        const float4 x = *reinterpret_cast<const float4*>(staging + r * STAGE_PITCH + c);
-        const float s = scale[i & 3];
-        uint2 h, l;
-        wg::split2<V>(make_float2(x.x * s, x.y * s), h.x, l.x);
-        wg::split2<V>(make_float2(x.z * s, x.w * s), h.y, l.y);
-        const int off = ((c >> 3) * (BM / 8) + (r >> 3)) * (wg::CORE_BYTES / 2) + (r & 7) * 8 + (c & 7);
-        *reinterpret_cast<uint2*>(image + off) = h;
-        if (V != NOCORR) *reinterpret_cast<uint2*>(image + A_HALVES + off) = l;
-    }
-}
-
-template <int V, bool VEC>
-__device__ __forceinline__ void gemm(int M, int N, int K, float alpha, const float* __restrict__ A, idx_t lda,
-                                     const __half* __restrict__ wsp, const Late& late, float beta,
-                                     const float* __restrict__ C, idx_t ldc, float* __restrict__ D, idx_t ldd) {
-    extern __shared__ __align__(128) unsigned char smem_raw[];
-    unsigned char* images = smem_raw;
-    float* staging = reinterpret_cast<float*>(smem_raw + STAGES * IMAGE_BYTES);
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + STAGES * IMAGE_BYTES + STAGING * STAGING_BYTES);
-    uint64_t* empty = full + STAGES;
-    const int tid = threadIdx.x;
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            async_copy::mbar_init(&full[s], 128);   // the producer threads; the B bytes by transaction count
-            async_copy::mbar_init(&empty[s], 8);    // one lane of each consumer warp
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    const long long tiles = (long long)((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-    const int k_tiles = (K + BK - 1) / BK;
-    constexpr int B_BYTES = (V == NOCORR ? 1 : 2) * wg::B_HALVES * 2;
-
-    if (tid < 128) {   // the producer warpgroup
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(PRODUCER_REGS));
-        const int p = tid;
-        uint32_t q = 0;   // k-tile images produced, across tiles: image q goes to slot q % STAGES
-        for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            int m0, n0;
-            tile_origin(tile, M, N, m0, n0);
-            float scale[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int row = m0 + chunk_row(p, j);
-                scale[j] = row < M ? pow2(scale_exponent(late.amax_a[batch_index() * M + row])) : 1.0f;
+        for (int j = 0; j < 16; ++j) {
+            const int col = n0 + 8 * j + 2 * tq;
+            const unsigned cm0 = col < N ? amax_b[col] : 0u, cm1 = col + 1 < N ? amax_b[col + 1] : 0u;
+            float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+            if constexpr (V == TCEC) {
+                v0 += corr[4 * j + 2 * h] * (1.0f / LO_SCALE);
+                v1 += corr[4 * j + 2 * h + 1] * (1.0f / LO_SCALE);
             }
-            const __half* b_tiles = wsp + (idx_t)(n0 / BN) * k_tiles * wg::WS_TILE;
-#pragma unroll
-            for (int j = 0; j < STAGING - 1; ++j) {
-                if (j < k_tiles) stage_a<VEC>(staging + j * (STAGING_BYTES / 4), A, lda, M, K, m0, j, p);
-                async_copy::commit();
-            }
-            for (int kt = 0; kt < k_tiles; ++kt, ++q) {
-                const int ahead = kt + STAGING - 1;   // into the staging slot read one k-tile ago, by this thread
-                if (ahead < k_tiles)
-                    stage_a<VEC>(staging + (ahead % STAGING) * (STAGING_BYTES / 4), A, lda, M, K, m0, ahead, p);
-                async_copy::commit();
-                const uint32_t s = q % STAGES;
-                if (q >= STAGES) async_copy::mbar_wait(&empty[s], (q / STAGES + 1) & 1);
-                unsigned char* image = images + s * IMAGE_BYTES;
-                if (p == 0) {
-                    async_copy::mbar_expect_tx(&full[s], B_BYTES);
-                    async_copy::bulk_copy(image + 2 * A_HALVES * 2, b_tiles + (idx_t)kt * wg::WS_TILE, B_BYTES, &full[s]);
-                }
-                async_copy::wait_group<STAGING - 1>();   // this thread's chunks of k-tile kt have landed
-                split_a<V>(staging + (kt % STAGING) * (STAGING_BYTES / 4), reinterpret_cast<__half*>(image), scale, p);
-                async_copy::fence_async_shared();         // the A image, visible to the consumers' wgmmas
-                async_copy::mbar_arrive(&full[s]);
-            }
-        }
-        async_copy::wait_all();
-    } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(CONSUMER_REGS));
-        const int c = (tid - 128) >> 7, lane = tid & 31, warp = (tid >> 5) & 3;
-        uint32_t q = 0;   // k-tile images consumed, across tiles
-        for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            int m0, n0;
-            tile_origin(tile, M, N, m0, n0);
-            float acc[64], chunk[64], corr[64];
-#pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] = corr[i] = 0.f;
-            for (int kt = 0; kt < k_tiles; ++kt, ++q) {
-                const uint32_t s = q % STAGES;
-                async_copy::mbar_wait(&full[s], (q / STAGES) & 1);
-                const __half* a_hi = reinterpret_cast<const __half*>(images + s * IMAGE_BYTES) + c * 8 * (wg::CORE_BYTES / 2);
-                const __half* a_lo = a_hi + A_HALVES;
-                const __half* b_hi = reinterpret_cast<const __half*>(images + s * IMAGE_BYTES) + 2 * A_HALVES;
-                const __half* b_lo = b_hi + wg::B_HALVES;
-                wg::fence();
-#pragma unroll
-                for (int k = 0; k < 2; ++k) {   // a k16 step: two k-octets, OCTET_BYTES halves further
-                    const uint64_t ah = wg::descriptor(a_hi + k * wg::OCTET_BYTES), bh = wg::descriptor(b_hi + k * wg::OCTET_BYTES);
-                    mma(V == TCEC ? chunk : acc, ah, bh, V == TCEC ? k : 1);
-                }
-                wg::commit();
-                if constexpr (V != NOCORR) {
-#pragma unroll
-                    for (int k = 0; k < 2; ++k) {
-                        const uint64_t ah = wg::descriptor(a_hi + k * wg::OCTET_BYTES), bh = wg::descriptor(b_hi + k * wg::OCTET_BYTES);
-                        const uint64_t al = wg::descriptor(a_lo + k * wg::OCTET_BYTES), bl = wg::descriptor(b_lo + k * wg::OCTET_BYTES);
-                        mma(V == TCEC ? corr : acc, al, bh, 1);
-                        mma(V == TCEC ? corr : acc, ah, bl, 1);
-                    }
-                }
-                wg::commit();
-                // hi*hi of this k-tile is done (and with it everything of the k-tile before, whose slot is free).
-                wg::wait<1>();
-                wg::hold(chunk);
-                if (kt > 0 && lane == 0) async_copy::mbar_arrive(&empty[(q - 1) % STAGES]);
-                if constexpr (V == TCEC) {
-#pragma unroll
-                    for (int i = 0; i < 64; ++i) acc[i] += chunk[i];   // round-to-nearest, outside the tensor core
-                }
-            }
-            wg::wait<0>();
-            wg::hold(acc), wg::hold(corr);
-            if (k_tiles > 0 && lane == 0) async_copy::mbar_arrive(&empty[(q - 1) % STAGES]);
-            const int row0 = m0 + 64 * c + 16 * warp + (lane >> 2);
-            store_tile<V, VEC>(acc, corr, row0, n0, lane, M, N, K, alpha, A, lda, late, beta, C, ldc, D, ldd);
+            store2<VEC>(unscale(v0, ea + scale_exponent(cm0)), unscale(v1, ea + scale_exponent(cm1)), alpha, beta, C,
+                        ldc, D, ldd, row, col, N);
+            // A row or column with an inf or a NaN: its elements again, as SGEMM computes them.
+            const bool bad_row = rm >= INF_BITS;
+            if (col < N && (bad_row || cm0 >= INF_BITS))
+                D[row * ldd + col] = gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col), alpha, beta, C, ldc, row, col);
+            if (col + 1 < N && (bad_row || cm1 >= INF_BITS))
+                D[row * ldd + col + 1] =
+                    gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col + 1), alpha, beta, C, ldc, row, col + 1);
         }
     }
 }
-
-}  // namespace ws
 
 // ---- bf16x6 and bf16x9: the fp32-emulation shootout's fused bf16 recipes ---------------------------------------
 // Every fp32 x is split into three bf16 parts, each rounded to nearest: x0 = bf16(x), x1 = bf16(x - x0),
@@ -1144,22 +945,6 @@ TCEC_TF32_ENTRY(tcec_tf32_unaligned, false)
                            D + z * batch_d, ldd);                                                            \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, BM, BN, wg::THREADS, wg::SMEM_BYTES)
-// The warp-specialized persistent form: grid (blocks, 1, batch), each block walking its GEMM's tiles
-// blockIdx.x, + gridDim.x, ...; 384 threads, ws::SMEM_BYTES.  Reads NAME_split_b's workspace as NAME does.
-#define TCEC_WS_GEMM(NAME, V, VEC)                                                                           \
-    extern "C" __global__ void __launch_bounds__(ws::THREADS, 1) NAME TCEC_SIGNATURE,                        \
-                                                                 const __half* __restrict__ wsp,             \
-                                                                 const unsigned* __restrict__ amax_a,        \
-                                                                 const unsigned* __restrict__ amax_b) {      \
-        const idx_t z = blockIdx.z, per_gemm = (idx_t)((N + BN - 1) / BN) * ((K + BK - 1) / BK) * wg::WS_TILE; \
-        ws::gemm<V, VEC>(M, N, K, alpha, A + z * batch_a, lda, wsp + z * per_gemm,                            \
-                         Late{B, ldb, batch_b, amax_a, amax_b}, beta, C + z * batch_c, ldc, D + z * batch_d, ldd); \
-    }                                                                                                        \
-    STUDY_ENTRY_FACTS(NAME, BM, BN, ws::THREADS, ws::SMEM_BYTES)
-#ifdef TCEC_WS
-TCEC_WS_GEMM(tcec_fp16_ws, TCEC, true)
-TCEC_WS_GEMM(tcec_fp16_ws_unaligned, TCEC, false)
-#endif
 // tcec_amax (grid ceil(M/8) + ceil(N/64) x ceil(K/256) x batch, 256 threads) writes the line maxima every
 // fp16 variant's split_b and GEMM read: amax_a[batch][M] and amax_b[batch][N], zeroed by the caller.
 extern "C" __global__ void __launch_bounds__(AMAX_THREADS) tcec_amax(const float* __restrict__ A, idx_t lda,

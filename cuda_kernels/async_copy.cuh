@@ -72,20 +72,4 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
     } while (!done);
 }
 
-// ---- bulk copies (sm_90): the copy engine, no thread's registers ----------------------------------------
-// Raise the current phase's expected transaction count by `bytes` (no arrival).
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(bytes)
-                 : "memory");
-}
-
-// `bytes` contiguous bytes global -> shared (both 16-byte aligned, a multiple of 16), counted on bar's transaction.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 :: "r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
-}
-
-// Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, bulk copies).
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 }  // namespace async_copy

@@ -285,11 +285,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
                                      unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b",
                                      amax_entry="tcec_amax"),
-        # A producer warpgroup splits A into shared memory and bulk-copies split B; two consumer warpgroups
-        # only issue wgmmas; one block per SM walks the tiles.
-        "ws": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16_ws", (384, 1, 1), (128, 128), defines=("TCEC_WS",),
-                                 unaligned_entry="tcec_fp16_ws_unaligned", split_entry="tcec_fp16_split_b",
-                                 amax_entry="tcec_amax", persistent=True),
     },
 }
 

@@ -178,7 +178,6 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
     amax_tile: tuple[int, int] = (8, 64)
     amax_k: int = 256
     amax_threads: int = 256
-    persistent: bool = False   # the GEMM entry walks its GEMM's tiles: grid (min(tiles, SMs / batch), 1, batch)
 
     def params(self, entry: str = "") -> tuple:
         if entry == self.split_entry:
@@ -217,8 +216,6 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
         size = depth * kt * nb * split.exports[f"{self.split_entry}_ws_tile"]
         gemm = self.kernel(entry, p.a.device)
         gx, gy, _ = self.grid(name, M, N)
-        if self.persistent:
-            gx, gy = max(1, min(gx * gy, driver.sm_count(p.a.device) // depth)), 1
         args = {**self._gemm_args(p), **extra}
 
         def run():
