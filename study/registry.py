@@ -21,7 +21,7 @@ from study.core.contract import validate
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
 from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaLaunch, CudaPresplitLaunch, CudaTmaLaunch,
-                                    CudaTypedLaunch, TorchLaunch, TritonLaunch)
+                                    CudaTypedLaunch, CudaWgmmaLaunch, TorchLaunch, TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -213,6 +213,29 @@ def _swizzle_tma() -> Impl:
                     f"{s.title} (TMA-fed, persistent)")
 
 
+# Stage 15: wgmma fed by TMA (cuda_kernels/15_wgmma.cu), one registered form per technique added; calls whose
+# operands a tensor map cannot take go to stage 13's cp.async kernel.
+def _wgmma_stage() -> list[Impl]:
+    s = stage("15")
+    src = f"{s.key}.cu"
+
+    def launch(entry: str, block: int, tile: tuple[int, int], persistent: bool) -> CudaWgmmaLaunch:
+        return CudaWgmmaLaunch(src, entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
+                               b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent)
+    return [
+        _tc_impl(f"cuda:{s.key}-1wg", "cuda", s, HALF_IO, launch("wgmma_1wg_{pair}", 128, (64, 256), False),
+                 _cuda_sources(src), f"{s.title} (one warpgroup, TMA)"),
+        _tc_impl(f"cuda:{s.key}-ws", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), False),
+                 _cuda_sources(src), f"{s.title} (producer + two consumer warpgroups)"),
+        _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), True),
+                 _cuda_sources(src), f"{s.title} (warp-specialized, persistent)"),
+        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, "13_swizzle")),
+        # Gluon's form borrows stage 13's TMA checks (Triton file) and its fallback (Gluon file).
+        _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
+                 (*_gluon_sources(s.key, "13_swizzle"), TRITON_DIR / "13_swizzle.py")),
+    ]
+
+
 # Stage 14 (seed 002): fp32 inputs on tensor cores, one kernel per backend in four variants.  Name suffix ->
 # (precision label, CUDA entry, Triton/Gluon function); the labels' tolerances are in study/core/schema.py.
 TCEC_VARIANTS = {
@@ -323,6 +346,7 @@ _IMPLS: list[Impl] = [
     *_half_stage("13", SWIZZLE, gluon_uses=("11_wmma_async",)),
     _swizzle_tma(),
     *_tcec_stage(),
+    *_wgmma_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:fp64", "cublas", None, {"fp64": "fp64"}, TorchLaunch("gemm_fp64", "cublas_tc"),

@@ -26,7 +26,8 @@ BF16_XFAIL = pytest.mark.xfail(strict=True, reason="Triton interpreter: tl.dot o
 
 
 def _uses_dot(impl) -> bool:
-    return impl.name in USES_DOT or (impl.stage is not None and "10" <= impl.stage.number <= "13")   # tensor cores
+    tensor_cores = ("10", "11", "12", "13", "15")
+    return impl.name in USES_DOT or (impl.stage is not None and impl.stage.number in tensor_cores)
 
 
 def _marks(impl, dtype):

@@ -175,6 +175,14 @@ STAGES: tuple[Stage, ...] = (
         # Seed 002, Section 4.4.1 and Figure 7: "dividing the theoretical peak performance of FP16-TC ... by 3".
         fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
     ),
+    Stage(
+        "15", "wgmma", "wgmma fed by TMA: warp-specialized, persistent",
+        "no seed covers Hopper (seed 000 stops at mma.sync, stage 13); issue 20's anchors: pranjalssh/fast.cu, "
+        "the Gluon tutorials 07-08, ThunderKittens' H100 levels",
+        "Hopper's warpgroup MMA reads both operands straight from 128-byte-swizzled shared memory that TMA "
+        "fills; each form adds one technique: one warpgroup, then a producer warpgroup feeding two consumer "
+        "warpgroups (setmaxnreg), then a persistent grid whose ring runs on across tiles.",
+    ),
 )
 
 

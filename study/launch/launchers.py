@@ -298,6 +298,23 @@ class CudaTmaLaunch(CudaTypedLaunch):
 
 
 @dataclass(frozen=True)
+class CudaWgmmaLaunch(CudaTmaLaunch):
+    """Stage 15's TMA-fed wgmma kernels (no clusters): one block per tile, or with `persistent` one block per
+    resident slot, each walking the tiles blockIdx.x, + gridDim.x, ...  Unaligned calls go to `unaligned`."""
+    persistent: bool = True
+
+    def prepared_kernel(self, k, a, b, c, alpha: float, beta: float, out):
+        (M, K), N = a.shape, b.shape[1]
+        tiles = -(-M // self.tile[0]) * -(-N // self.tile[1])
+        if tiles > 2**31 - 1:
+            raise ValueError(f"{self.entry}: a {M}x{N} output needs {tiles} tiles; the launch allows 2**31-1")
+        blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, 1, a.device)) if self.persistent else tiles
+        return driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
+            map_a=driver.tensor_map_2d(a, self.a_box), map_b=driver.tensor_map_2d(b, self.b_box), M=M, N=N, K=K,
+            alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0)), a.device)
+
+
+@dataclass(frozen=True)
 class CudaDispatch:
     """Tile shapes of one kernel, largest first: a call takes the largest whose grid still gives every SM a
     block (big tiles reuse more, but a 1024^2 output in 128x128 tiles would leave half an H100 idle)."""

@@ -1,0 +1,54 @@
+// The copy engine (TMA) and persistent tile walks, shared by the TMA-fed stages (13's TMA form, 15).
+#pragma once
+#include <cuda.h>   // CUtensorMap
+
+#include "async_copy.cuh"
+
+namespace tma {
+
+using async_copy::smem_u32;
+
+__device__ __forceinline__ void expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+// Box (c0, c1) of the tensor map (c0 along the contiguous dimension) -> shared memory at dst; its bytes count
+// toward bar's transaction.  Elements outside the tensor arrive as zeros: the ragged edges of M, N and K.
+__device__ __forceinline__ void load_2d(uint32_t dst, const CUtensorMap& map, int c0, int c1, uint64_t* bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)) : "memory");
+}
+
+// The same box into dst and bar at the same offsets in every block of the cluster named by `mask`.
+__device__ __forceinline__ void load_2d_multicast(uint32_t dst, const CUtensorMap& map, int c0, int c1, uint64_t* bar,
+                                                  uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(mask)
+                 : "memory");
+}
+
+// One arrival on the barrier at the same offset as `bar` in block `rank` of this cluster.
+__device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
+    asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
+                 " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n"
+                 :: "r"(smem_u32(bar)), "r"(rank) : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+}  // namespace tma
+
+// Tile number pid of a grid_m x grid_n grid of D's tiles -> (tm, tn): consecutive numbers walk down GROUP_M
+// tile-rows before moving right, so the tiles in flight at once share few A row-panels and B column-panels.
+template <int GROUP_M>
+__device__ __forceinline__ void tile_of(long long pid, long long grid_m, long long grid_n, int& tm, int& tn) {
+    const long long per_group = GROUP_M * grid_n, first = pid / per_group * GROUP_M;
+    const long long rows = min(grid_m - first, (long long)GROUP_M);
+    tm = (int)(first + pid % per_group % rows);
+    tn = (int)(pid % per_group / rows);
+}
