@@ -7,12 +7,15 @@
 //              shared-memory descriptors name: A K-major (64 k of a row in 128 bytes), B N-major (64 n of a
 //              k-row in 128 bytes, "transposed" in wgmma's terms).  A ring of slots hands over by mbarriers:
 //              full[s] completes when a slot's TMA bytes have landed, empty[s] when every consumer warp's
-//              wgmmas that read it have finished.  Three forms, each one technique more:
+//              wgmmas that read it have finished.  Four forms, each one technique more:
 //                wgmma_1wg: one warpgroup per 64x256 tile; its thread 0 also issues the copies, 5 slots ahead.
 //                wgmma_ws:  a producer warpgroup (one thread issues TMA) and two consumer warpgroups per
 //                           128x256 tile; setmaxnreg moves registers from the producer to the consumers.
 //                           Launched one block per tile (cuda:15_wgmma-ws) or one per SM walking the tiles
-//                           in GROUP_M-grouped order, the ring running on across tiles (cuda:15_wgmma).
+//                           in GROUP_M-grouped order, the ring running on across tiles
+//                           (cuda:15_wgmma-persistent).
+//                wgmma_tma: the persistent form with D written through shared memory, 64x64 pieces in the
+//                           128-byte swizzle, by TMA stores (cuda:15_wgmma).
 // Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Issue 20's
 //              anchors: pranjalssh/fast.cu's H100/H200 ladder (wgmma + TMA, then producer/consumer
 //              warpgroups, then a persistent grid) and ThunderKittens' educational H100 levels.
@@ -24,7 +27,8 @@
 //              copy engine does the address work.  Predicted: near cuBLAS (whose Hopper kernels are wgmma
 //              kernels of this shape); the measured ladder is in reports/ and NOTES.md.
 //
-// Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked.
+// Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
+//              stores clip at M and N).
 // Alignment:   a tensor map needs 16-byte aligned starts and leading dimensions: the launcher sends any other
 //              call to stage 13's cp.async kernel (mma_swizzle_*_unaligned), never to a fault.
 // Range:       any M, N, K >= 1 (a tile with K past the matrix reads zeros); beta == 0 never reads C.
@@ -43,15 +47,18 @@ constexpr int BN = 256, BK = 64, GROUP_M = 8;
 constexpr int B_BOX_BYTES = 64 * 64 * 2;   // one box of B: 64 k-rows x 64 n (128 bytes a row)
 
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies.
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_>
+// TMA_STORE: D leaves through shared memory and TMA stores (else straight from the accumulators).
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, bool TMA_STORE_ = false>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_;
-    static constexpr bool PRODUCER_WG = PRODUCER_WG_;
+    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
-    // The ring, 1024 bytes to put it on a 1024-byte boundary (the swizzle's period), and 2 mbarriers a slot.
-    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + 1024 + 2 * STAGES * 8;
+    static constexpr int PIECE_BYTES = TMA_STORE ? 64 * 64 * 2 : 0;   // a consumer's 64x64 piece of D
+    // The ring, the consumers' D pieces, 1024 bytes to put the ring on a 1024-byte boundary (the swizzle's
+    // period), and 2 mbarriers a slot.
+    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + CONSUMERS * PIECE_BYTES + 1024 + 2 * STAGES * 8;
     // setmaxnreg moves registers within the block's launch pool (THREADS x 168 at 384 threads).
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(!PRODUCER_WG || 128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168,
@@ -128,15 +135,62 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, in
     }
 }
 
+// The same tile through shared memory, in four 64x64 pieces: the warpgroup writes a piece into `piece` in the
+// 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8): the 32 lanes of a 4-byte store hit 32 banks), and
+// its first thread stores it with one TMA store, which clips D at M and N.  Before a piece is rewritten, the
+// store of the one before has read it.  C (beta != 0) is read from global memory as in store_tile.
+template <class T>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t piece, const CUtensorMap& map_d,
+                                               int row0, int col0, int warp, int lane, int barrier, int M, int N,
+                                               float alpha, float beta, const T* __restrict__ Cm, idx_t ldc) {
+    const bool leader = (threadIdx.x & 127) == 0;
+    const int t = lane & 3;
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+        if (leader) tma::store_wait<0, true>();
+        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+            const int j = 8 * p + jj;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = 16 * warp + (lane >> 2) + 8 * h;
+                float v0 = alpha * acc[4 * j + 2 * h], v1 = alpha * acc[4 * j + 2 * h + 1];
+                const idx_t row = row0 + r;
+                const int col = col0 + 8 * j + 2 * t;
+                if (beta != 0.0f && row < M) {
+                    if (col + 1 < N) {
+                        const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
+                        v0 = fmaf(beta, c.x, v0);
+                        v1 = fmaf(beta, c.y, v1);
+                    } else if (col < N) {
+                        v0 = fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0);
+                    }
+                }
+                const uint32_t addr = piece + r * 128 + ((jj ^ (r & 7)) << 4) + 4 * t;
+                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(Elem<T>::pack(v0, v1)) : "memory");
+            }
+        }
+        async_copy::fence_async_shared();   // the piece, visible to the copy engine
+        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+        if (leader) {
+            tma::store_2d(map_d, piece, col0 + 64 * p, row0);
+            tma::store_commit();
+        }
+    }
+}
+
 // The block's work is a list of items, k-tile after k-tile of its tiles blockIdx.x, + gridDim.x, ...: item q
 // is k-tile q % k_tiles of its (q / k_tiles)-th tile and goes to slot q % STAGES.
 template <class C, class T>
 __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
                                            double alpha_, double beta_, const T* __restrict__ Cm, idx_t ldc,
-                                           T* __restrict__ D, idx_t ldd) {
+                                           T* __restrict__ D, idx_t ldd, const CUtensorMap* map_d) {
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES);
+    const uint32_t pieces = ring + C::STAGES * C::SLOT_BYTES;   // the TMA-store epilogue's buffers
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES +
+                                                 C::CONSUMERS * C::PIECE_BYTES);
     uint64_t* empty = full + C::STAGES;
     const int tid = threadIdx.x;
     if (tid == 0) {
@@ -212,9 +266,14 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         wait<0>();
         hold(acc);
         release(q - 1);
-        store_tile<T>(acc, tm * C::BM + 64 * c + 16 * warp + (lane >> 2), tn * BN, lane, M, N, alpha, beta, Cm, ldc,
-                      D, ldd);
+        if constexpr (C::TMA_STORE)
+            store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
+                              1 + c, M, N, alpha, beta, Cm, ldc);
+        else
+            store_tile<T>(acc, tm * C::BM + 64 * c + 16 * warp + (lane >> 2), tn * BN, lane, M, N, alpha, beta, Cm,
+                          ldc, D, ldd);
     }
+    if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
 }
 
 }  // namespace
@@ -224,7 +283,16 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
     extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1)                                           \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
-        gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd);                              \
+        gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, nullptr);                     \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
+// The TMA-store form takes D's tensor map too (64x64 boxes), last.
+#define WGMMA_TMA_ENTRY(NAME, CFG, T)                                                                        \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1)                                           \
+    NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
+         int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd,  \
+         const __grid_constant__ CUtensorMap map_d) {                                                        \
+        gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, &map_d);                      \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
 #define WGMMA_PAIR(NAME, CFG)                                                                                \
@@ -235,3 +303,6 @@ using OneWarpgroup = Cfg<1, false, 5>;   // 64x256 tiles, 5 slots of 40 KiB
 WGMMA_PAIR(wgmma_1wg, OneWarpgroup)
 using Specialized = Cfg<2, true, 4>;     // 128x256 tiles, a producer and two consumer warpgroups, 4 slots of 48 KiB
 WGMMA_PAIR(wgmma_ws, Specialized)
+using TmaStored = Cfg<2, true, 4, true>;   // the same, D out through shared memory and TMA stores
+WGMMA_TMA_ENTRY(wgmma_tma_f16, TmaStored, __half)
+WGMMA_TMA_ENTRY(wgmma_tma_bf16, TmaStored, __nv_bfloat16)

@@ -72,4 +72,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
     } while (!done);
 }
 
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, bulk copies).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 }  // namespace async_copy

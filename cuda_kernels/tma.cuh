@@ -41,6 +41,20 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// Box (c0, c1) of the tensor map <- shared memory at src (the same swizzled layout a load lands in), as one bulk
+// group of this thread; elements outside the tensor are not written (the ragged edges of D).
+__device__ __forceinline__ void store_2d(const CUtensorMap& map, uint32_t src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(reinterpret_cast<uint64_t>(&map)), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+__device__ __forceinline__ void store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// This thread's bulk stores but the last N have read their shared memory (READ) or are complete.
+template <int N, bool READ>
+__device__ __forceinline__ void store_wait() {
+    if (READ) asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
+    else asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
 }  // namespace tma
 
 // Tile number pid of a grid_m x grid_n grid of D's tiles -> (tm, tn): consecutive numbers walk down GROUP_M

@@ -219,16 +219,19 @@ def _wgmma_stage() -> list[Impl]:
     s = stage("15")
     src = f"{s.key}.cu"
 
-    def launch(entry: str, block: int, tile: tuple[int, int], persistent: bool) -> CudaWgmmaLaunch:
+    def launch(entry: str, block: int, tile: tuple[int, int], persistent: bool, d_box=None) -> CudaWgmmaLaunch:
         return CudaWgmmaLaunch(src, entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
-                               b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent)
+                               b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, d_box=d_box)
     return [
         _tc_impl(f"cuda:{s.key}-1wg", "cuda", s, HALF_IO, launch("wgmma_1wg_{pair}", 128, (64, 256), False),
                  _cuda_sources(src), f"{s.title} (one warpgroup, TMA)"),
         _tc_impl(f"cuda:{s.key}-ws", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), False),
                  _cuda_sources(src), f"{s.title} (producer + two consumer warpgroups)"),
-        _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), True),
+        _tc_impl(f"cuda:{s.key}-persistent", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), True),
                  _cuda_sources(src), f"{s.title} (warp-specialized, persistent)"),
+        _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO,
+                 launch("wgmma_tma_{pair}", 384, (128, 256), True, d_box=(64, 64)), _cuda_sources(src),
+                 f"{s.title} (persistent, TMA-store epilogue)"),
         _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, "13_swizzle")),
         # Gluon's form borrows stage 13's TMA checks (Triton file) and its fallback (Gluon file).
         _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),

@@ -300,8 +300,13 @@ class CudaTmaLaunch(CudaTypedLaunch):
 @dataclass(frozen=True)
 class CudaWgmmaLaunch(CudaTmaLaunch):
     """Stage 15's TMA-fed wgmma kernels (no clusters): one block per tile, or with `persistent` one block per
-    resident slot, each walking the tiles blockIdx.x, + gridDim.x, ...  Unaligned calls go to `unaligned`."""
+    resident slot, each walking the tiles blockIdx.x, + gridDim.x, ...  Unaligned calls go to `unaligned`.
+    With `d_box` the kernel stores D by TMA too: its last parameter is D's tensor map, in boxes of d_box."""
     persistent: bool = True
+    d_box: tuple[int, int] | None = None
+
+    def params(self, entry: str = "") -> tuple:
+        return TMA_PARAMS + (params("map_d:tmap") if self.d_box else ())
 
     def prepared_kernel(self, k, a, b, c, alpha: float, beta: float, out):
         (M, K), N = a.shape, b.shape[1]
@@ -311,7 +316,8 @@ class CudaWgmmaLaunch(CudaTmaLaunch):
         blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, 1, a.device)) if self.persistent else tiles
         return driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
             map_a=driver.tensor_map_2d(a, self.a_box), map_b=driver.tensor_map_2d(b, self.b_box), M=M, N=N, K=K,
-            alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0)), a.device)
+            alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0),
+            **({"map_d": driver.tensor_map_2d(out, self.d_box)} if self.d_box else {})), a.device)
 
 
 @dataclass(frozen=True)
