@@ -12,9 +12,9 @@ Technique:  warpgroup_mma (wgmma.mma_async, sm_90a) reads A and B straight from 
             rounding to the input dtype, D through shared memory and a TMA store, 64 columns at a time.
 Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Issue 20's anchors: pranjalssh/fast.cu's
             H100 ladder (wgmma + TMA, then producer/consumer warpgroups, then a persistent grid) and the
-            Gluon tutorials 07-persistence and 08-warp-specialization (triton-lang/triton, python/tutorials/gluon): their mbarrier
-            ready/empty ring and partition split, applied to Hopper's wgmma.  Same mapping as
-            cuda_kernels/15_wgmma.cu (wgmma_ws, persistent).
+            Gluon tutorials 07-persistence and 08-warp-specialization (triton-lang/triton,
+            python/tutorials/gluon): their mbarrier ready/empty ring and partition split, applied to Hopper's
+            wgmma.  Same mapping as cuda_kernels/15_wgmma.cu (wgmma_tma: persistent, TMA-store epilogue).
 Changed:    from Gluon 13: cp.async by every thread -> TMA by one warp; ldmatrix + mma_v2 m16n8k16 from
             registers -> wgmma from shared memory (no fragment loads); one program per tile -> one per SM;
             a thread barrier per k-tile -> mbarriers between partitions; 8 warps in one role -> a loader
