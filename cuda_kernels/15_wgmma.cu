@@ -49,10 +49,12 @@ constexpr int B_BOX_BYTES = 64 * 64 * 2;   // one box of B: 64 k-rows x 64 n (12
 
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies.
 // TMA_STORE: D leaves through shared memory and TMA stores (else straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, bool TMA_STORE_ = false>
+// LEAN (a tuning variant, WGMMA_EXPLORE): the producer's refill path in 32-bit counters with its tile computed
+// once per tile, and the epilogue's beta test hoisted out of its loops (NOTES.md: the SASS comparison with Gluon).
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, bool TMA_STORE_ = false, bool LEAN_ = false>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_;
-    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
+    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_, LEAN = LEAN_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
@@ -221,10 +223,28 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
     if constexpr (C::PRODUCER_WG) {
         if (tid < 128) {   // the producer warpgroup: thread 0 copies as fast as slots free up, the rest idle
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
-            if (tid == 0) {
+            if (tid == 0 && !C::LEAN) {
                 for (long long q = 0; q < items; ++q) {
                     if (q >= C::STAGES) async_copy::mbar_wait(&empty[q % C::STAGES], (q / C::STAGES + 1) & 1);
                     load(q);
+                }
+            } else if (tid == 0) {   // LEAN: addresses first, then the wait, then the five copies
+                uint32_t s = 0, phase = 0, used = 0;   // slot, its empty barrier's parity, slots filled once
+                for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                    int tm, tn;
+                    tile_of<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+                    const int m0 = tm * C::BM, n0 = tn * BN;
+                    for (int k0 = 0; k0 < K; k0 += BK) {
+                        const uint32_t slot = ring + s * C::SLOT_BYTES;
+                        if (used >= C::STAGES) async_copy::mbar_wait(&empty[s], phase ^ 1);
+                        tma::expect_tx(&full[s], C::SLOT_BYTES);
+                        tma::load_2d(slot, map_a, k0, m0, &full[s]);
+#pragma unroll
+                        for (int b = 0; b < BN / 64; ++b)
+                            tma::load_2d(slot + C::A_BYTES + b * B_BOX_BYTES, map_b, n0 + 64 * b, k0, &full[s]);
+                        used += used < C::STAGES;
+                        if (++s == C::STAGES) s = 0, phase ^= 1;
+                    }
                 }
             }
             return;
@@ -267,7 +287,14 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         wait<0>();
         hold(acc);
         release(q - 1);
-        if constexpr (C::TMA_STORE)
+        if constexpr (C::TMA_STORE && C::LEAN) {
+            if (beta != 0.0f)
+                store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
+                                  1 + c, M, N, alpha, beta, Cm, ldc);
+            else   // the same call with beta a constant 0: the C reads and their branches compile away
+                store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
+                                  1 + c, M, N, alpha, 0.0f, Cm, ldc);
+        } else if constexpr (C::TMA_STORE)
             store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
                               1 + c, M, N, alpha, beta, Cm, ldc);
         else
@@ -307,3 +334,9 @@ WGMMA_PAIR(wgmma_ws, Specialized)
 using TmaStored = Cfg<2, true, 4, true>;   // the same, D out through shared memory and TMA stores
 WGMMA_TMA_ENTRY(wgmma_tma_f16, TmaStored, __half)
 WGMMA_TMA_ENTRY(wgmma_tma_bf16, TmaStored, __nv_bfloat16)
+
+#ifdef WGMMA_EXPLORE
+using Lean = Cfg<2, true, 4, true, true>;   // cuda:15_wgmma with the lean producer and epilogue (VARIANTS "lean")
+WGMMA_TMA_ENTRY(x15_lean_f16, Lean, __half)
+WGMMA_TMA_ENTRY(x15_lean_bf16, Lean, __nv_bfloat16)
+#endif

@@ -307,6 +307,11 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
+    "cuda:15_wgmma": {     # the producer's refill in 32-bit counters, the epilogue's beta test hoisted (NOTES.md)
+        "lean": CudaWgmmaLaunch("15_wgmma.cu", "x15_lean_{pair}", (384, 1, 1), (128, 256), pairs=HALF_IO_TAGS,
+                                a_box=(128, 64), b_box=(64, 64), unaligned=SWIZZLE, d_box=(64, 64),
+                                defines=("WGMMA_EXPLORE",), aligned_only=True),
+    },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
                                      unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b",
