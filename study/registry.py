@@ -215,22 +215,24 @@ def _swizzle_tma() -> Impl:
 
 # Stage 15: wgmma fed by TMA (cuda_kernels/15_wgmma.cu), one registered form per technique added; calls whose
 # operands a tensor map cannot take go to stage 13's cp.async kernel.
+def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = True, **kw) -> CudaWgmmaLaunch:
+    """A launch of cuda_kernels/15_wgmma.cu: A in boxes of (BM rows, 64 k), B in 64x64 boxes."""
+    return CudaWgmmaLaunch("15_wgmma.cu", entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
+                           b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, **kw)
+
+
 def _wgmma_stage() -> list[Impl]:
     s = stage("15")
     src = f"{s.key}.cu"
-
-    def launch(entry: str, block: int, tile: tuple[int, int], persistent: bool, d_box=None) -> CudaWgmmaLaunch:
-        return CudaWgmmaLaunch(src, entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
-                               b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, d_box=d_box)
     return [
-        _tc_impl(f"cuda:{s.key}-1wg", "cuda", s, HALF_IO, launch("wgmma_1wg_{pair}", 128, (64, 256), False),
+        _tc_impl(f"cuda:{s.key}-1wg", "cuda", s, HALF_IO, _wgmma("wgmma_1wg_{pair}", 128, (64, 256), False),
                  _cuda_sources(src), f"{s.title} (one warpgroup, TMA)"),
-        _tc_impl(f"cuda:{s.key}-ws", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), False),
+        _tc_impl(f"cuda:{s.key}-ws", "cuda", s, HALF_IO, _wgmma("wgmma_ws_{pair}", 384, (128, 256), False),
                  _cuda_sources(src), f"{s.title} (producer + two consumer warpgroups)"),
-        _tc_impl(f"cuda:{s.key}-persistent", "cuda", s, HALF_IO, launch("wgmma_ws_{pair}", 384, (128, 256), True),
+        _tc_impl(f"cuda:{s.key}-persistent", "cuda", s, HALF_IO, _wgmma("wgmma_ws_{pair}", 384, (128, 256), True),
                  _cuda_sources(src), f"{s.title} (warp-specialized, persistent)"),
         _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO,
-                 launch("wgmma_tma_{pair}", 384, (128, 256), True, d_box=(64, 64)), _cuda_sources(src),
+                 _wgmma("wgmma_tma_{pair}", 384, (128, 256), True, d_box=(64, 64)), _cuda_sources(src),
                  f"{s.title} (persistent, TMA-store epilogue)"),
         _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, "13_swizzle")),
         # Gluon's form borrows stage 13's TMA checks (Triton file) and its fallback (Gluon file).
@@ -308,9 +310,8 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
     "cuda:15_wgmma": {     # the producer's refill in 32-bit counters, the epilogue's beta test hoisted (NOTES.md)
-        "lean": CudaWgmmaLaunch("15_wgmma.cu", "x15_lean_{pair}", (384, 1, 1), (128, 256), pairs=HALF_IO_TAGS,
-                                a_box=(128, 64), b_box=(64, 64), unaligned=SWIZZLE, d_box=(64, 64),
-                                defines=("WGMMA_EXPLORE",), aligned_only=True),
+        "lean": _wgmma("x15_lean_{pair}", 384, (128, 256), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+                       aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),

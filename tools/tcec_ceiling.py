@@ -2,56 +2,41 @@
 
 cuBLAS's own fp16 GEMM (fp32 output) over K = 3N does exactly the three products' multiply-adds, with no split,
 no scaling and no promotion: no 3-product method can expect to beat it.  Printed beside cuBLAS SGEMM (TF32 off)
-and cuda:14_tcec, each the median of 20 calls with L2 flushed between them.  A development probe (not part of
-the sweep): its output goes into NOTES.md.
+and cuda:14_tcec, each timed as the sweep times a row (study.measure.timing.bench: L2 flushed before every call,
+the median, the mean SM clock while it ran).  A development probe (not part of the sweep): its output goes into
+NOTES.md (the tenth session's figures came from its first version, commit 9923281: median of 20, its own loop).
 
     python tools/tcec_ceiling.py
 """
 from __future__ import annotations
 
-import statistics
-
-import pynvml
 import torch
 
 from study import registry
-
-
-def median_us(fn, flush, reps=20):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+from study.measure.timing import ClockSampler, L2Flusher, bench
 
 
 def main():
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    pynvml.nvmlInit()
-    nvml = pynvml.nvmlDeviceGetHandleByIndex(0)
+    device = torch.device("cuda")
+    flush, clock = L2Flusher(device), ClockSampler(device)
     torch.backends.cuda.matmul.allow_tf32 = False
     tcec = registry.get("cuda:14_tcec")
     for n in (4096, 8192):
-        a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
-        out = torch.empty(n, n, device="cuda")
-        sgemm = median_us(lambda: torch.mm(a, b, out=out), flush)
-        a3 = torch.randn(n, 3 * n, device="cuda").half()
-        b3 = torch.randn(3 * n, n, device="cuda").half()
-        three = median_us(lambda: torch.mm(a3, b3, out_dtype=torch.float32, out=out), flush)
-        clock = pynvml.nvmlDeviceGetClockInfo(nvml, pynvml.NVML_CLOCK_SM)
-        ours = median_us(lambda: tcec(a, b, out=out), flush)
+        a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+        out = torch.empty(n, n, device=device)
+        a3 = torch.randn(n, 3 * n, device=device).half()
+        b3 = torch.randn(3 * n, n, device=device).half()
+        calls = {"sgemm": lambda: torch.mm(a, b, out=out),
+                 "three": lambda: torch.mm(a3, b3, out_dtype=torch.float32, out=out),
+                 "tcec": lambda: tcec(a, b, out=out)}
+        t = {k: bench(fn, flush, clock) for k, fn in calls.items()}
+        us = {k: v.ms * 1e3 for k, v in t.items()}
         flop = 2 * n**3
-        print(f"{n}^3: SGEMM {sgemm:.0f} us ({flop / sgemm / 1e6:.1f} TFLOP/s, 4x = {4 * flop / sgemm / 1e6:.1f}); "
-              f"cuBLAS fp16 {n}x{n}x{3 * n} fp32-out {three:.0f} us ({3 * flop / three / 1e6:.0f} fp16 TFLOP/s) -> "
-              f"3-product bound {flop / three / 1e6:.1f} TFLOP/s before the passes; cuda:14_tcec {ours:.0f} us "
-              f"({flop / ours / 1e6:.1f}); SM clock after {clock} MHz", flush=True)
+        print(f"{n}^3: SGEMM {us['sgemm']:.0f} us ({flop / us['sgemm'] / 1e6:.1f} TFLOP/s, 4x = "
+              f"{4 * flop / us['sgemm'] / 1e6:.1f}); cuBLAS fp16 {n}x{n}x{3 * n} fp32-out {us['three']:.0f} us "
+              f"({3 * flop / us['three'] / 1e6:.0f} fp16 TFLOP/s, {t['three'].sm_clock_mhz or 0:.0f} MHz) -> "
+              f"3-product bound {flop / us['three'] / 1e6:.1f} TFLOP/s before the passes; cuda:14_tcec "
+              f"{us['tcec']:.0f} us ({flop / us['tcec'] / 1e6:.1f})", flush=True)
 
 
 if __name__ == "__main__":
