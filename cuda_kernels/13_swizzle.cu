@@ -327,24 +327,6 @@ struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
                   "one B box per warp column");
 };
 
-// The copies of one item (a k-tile of a tile): A's box, and this block's share of B's boxes (multicast to the
-// cluster), all counted by the slot's full barrier.
-template <class C>
-__device__ __forceinline__ void copy_item(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t slot,
-                                          uint64_t* full, int k0, int m0, int n0, uint32_t rank) {
-    tma::expect_tx(full, C::SLOT_BYTES);
-    tma::load_2d(slot, map_a, k0, m0, full);
-#pragma unroll
-    for (int i = 0; i < C::BOXES; ++i) {
-        const int b = rank * C::BOXES + i;
-        if (C::CLUSTER > 1)
-            tma::load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full,
-                                   (1 << C::CLUSTER) - 1);
-        else
-            tma::load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full);
-    }
-}
-
 // Warp specialization on top of the persistent grid (one block per SM; with CLUSTER 2, pairs of blocks): one
 // thread of a producer warpgroup copies k-tiles into the ring as fast as slots free up, running on across tile
 // boundaries (the next tile's first k-tiles land while the consumers finish this one and store D from their
@@ -404,7 +386,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
                             async_copy::mbar_wait(&peer_free[s], parity);
                         }
                     }
-                    copy_item<C>(map_a, map_b, ring + s * C::SLOT_BYTES, &full[s], kt * C::BK, m0, n0, rank);
+                    tma::load_item<C>(map_a, map_b, ring + s * C::SLOT_BYTES, &full[s], kt * C::BK, m0, n0, rank);
                 }
             }
         }

@@ -1,4 +1,4 @@
-// Stage 15 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent.
+// Stage 15 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent, clustered.
 //
 // Technique:   wgmma.mma_async (sm_90a): a warpgroup (4 warps) multiplies a 64x16 tile of A by a 16x256 tile
 //              of B straight out of shared memory, asynchronously, into a 64x256 fp32 accumulator spread over
@@ -6,30 +6,35 @@
 //              CU_TENSOR_MAP_SWIZZLE_128B boxes, which is exactly the 128-byte-swizzled layout wgmma's
 //              shared-memory descriptors name: A K-major (64 k of a row in 128 bytes), B N-major (64 n of a
 //              k-row in 128 bytes, "transposed" in wgmma's terms).  A ring of slots hands over by mbarriers:
-//              full[s] completes when a slot's TMA bytes have landed, empty[s] when every consumer warp's
-//              wgmmas that read it have finished.  Four forms, each one technique more:
-//                wgmma_1wg: one warpgroup per 64x256 tile; its thread 0 also issues the copies, 5 slots ahead.
-//                wgmma_ws:  a producer warpgroup (one thread issues TMA) and two consumer warpgroups per
-//                           128x256 tile; setmaxnreg moves registers from the producer to the consumers.
-//                           Launched one block per tile (cuda:15_wgmma-ws) or one per SM walking the tiles
-//                           in GROUP_M-grouped order, the ring running on across tiles
-//                           (cuda:15_wgmma-persistent).
-//                wgmma_tma: the persistent form with D written through shared memory, 64x64 pieces in the
-//                           128-byte swizzle, by TMA stores (cuda:15_wgmma).
+//              full[s] completes when a slot's TMA bytes have landed, empty[s] when every consumer warp that
+//              reads it (in every block of the cluster) has seen its wgmmas finish.  Five forms, each one
+//              technique more:
+//                wgmma_1wg:     one warpgroup per 64x256 tile; its thread 0 also issues the copies, 5 slots ahead.
+//                wgmma_ws:      a producer warpgroup (one thread issues TMA) and two consumer warpgroups per
+//                               128x256 tile; setmaxnreg moves registers from the producer to the consumers.
+//                               Launched one block per tile (cuda:15_wgmma-ws) or one per SM walking the tiles
+//                               in GROUP_M-grouped order, the ring running on across tiles
+//                               (cuda:15_wgmma-persistent).
+//                wgmma_cluster: the persistent form in clusters of two blocks side by side in M: each copies
+//                               half of the k-tile of B they share and multicasts it to both.
+//                wgmma_tma:     the clustered form with D written through shared memory (stmatrix into the
+//                               128-byte swizzle, two 64x64 buffers a consumer) by TMA stores (cuda:15_wgmma).
 // Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Issue 20's
 //              anchors: pranjalssh/fast.cu's H100/H200 ladder (wgmma + TMA, then producer/consumer
-//              warpgroups, then a persistent grid) and ThunderKittens' educational H100 levels.
+//              warpgroups, a persistent grid, clusters with multicast, TMA stores) and ThunderKittens'
+//              educational H100 levels.
 // Changed:     stage 13 fed mma.sync m16n8k16 (Ampere's instruction) from ldmatrix: a warp needs 4 ldmatrix
 //              and 16 mma.sync per k16 step of its 64x64 tile.  Here one instruction per warpgroup does a
 //              64x256x16 step with no fragment loads at all: operands never pass through registers.
 // Why faster:  the issue slots that stage 13 spends on ldmatrix and mma.sync (its tensor pipe ~84% busy at
 //              7.3 cycles an instruction, issue 20) are free, so the tensor pipe can run near its peak; the
-//              copy engine does the address work.  Measured (H100, reports/h100/results.csv; % of cuBLAS):
-//              fp16 4096^3 481 (64%, stage 13) -> 270 (36%, one warpgroup) -> 621 (82%, specialized) -> 630
-//              (83%, persistent) -> 685 TFLOP/s (90.4%, TMA-store epilogue); 630 (95.6%) at 8192^3.
+//              copy engine does the address work.  Multicast halves the L2 reads of B per block (32 KiB of
+//              48 a k-tile from L2 instead of 48); the TMA-store epilogue frees the consumers sooner.  Measured
+//              ladder: NOTES.md, "Stage 15", and the stage's report page.
 //
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
-//              stores clip at M and N).
+//              stores clip at M and N).  A cluster's second tile may lie wholly past M: it still copies its
+//              share of B for its peer, and stores nothing.
 // Alignment:   a tensor map needs 16-byte aligned starts and leading dimensions: the launcher sends any other
 //              call to stage 13's cp.async kernel (mma_swizzle_*_unaligned), never to a fault.
 // Range:       any M, N, K >= 1 (a tile with K past the matrix reads zeros); beta == 0 never reads C.
@@ -45,27 +50,37 @@
 namespace {
 
 constexpr int BN = 256, BK = 64, GROUP_M = 8;
-constexpr int B_BOX_BYTES = 64 * 64 * 2;   // one box of B: 64 k-rows x 64 n (128 bytes a row)
 
-// CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies.
-// TMA_STORE: D leaves through shared memory and TMA stores (else straight from the accumulators).
-// LEAN (a tuning variant, WGMMA_EXPLORE): the producer's refill path in 32-bit counters with its tile computed
-// once per tile, and the epilogue's beta test hoisted out of its loops (NOTES.md: the SASS comparison with Gluon).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, bool TMA_STORE_ = false, bool LEAN_ = false>
+// CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
+// side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
+// straight from the accumulators), EPI_GROUP 64x64 pieces of it (1, or all 4) staged per barrier; WAIT: the
+// k-tiles of wgmmas a consumer leaves in flight when it moves on (1: the slot before is released; 0: this one).
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false,
+          int EPI_GROUP_ = 1, int WAIT_ = 1, bool STREAM_K_ = false>
 struct Cfg {
-    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_;
-    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_, LEAN = LEAN_;
+    static constexpr bool STREAM_K = STREAM_K_;   // the last partial wave's tiles shared out by k-tiles (Work)
+    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, EPI_GROUP = EPI_GROUP_;
+    static constexpr int WAIT = WAIT_;
+    static_assert((EPI_GROUP == 1 || EPI_GROUP == 4) && (WAIT == 0 || WAIT == 1), "the forms written below");
+    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
-    static constexpr int PIECE_BYTES = TMA_STORE ? 64 * 64 * 2 : 0;   // a consumer's 64x64 piece of D
-    // The ring, the consumers' D pieces, 1024 bytes to put the ring on a 1024-byte boundary (the swizzle's
-    // period), and 2 mbarriers a slot.
-    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + CONSUMERS * PIECE_BYTES + 1024 + 2 * STAGES * 8;
+    static constexpr int B_BOX_BYTES = 64 * 64 * 2;     // one box of B: 64 k-rows x 64 n (128 bytes a row)
+    static constexpr int BOXES = BN / 64 / CLUSTER;     // the boxes of B this block copies (tma::load_item)
+    static constexpr int PIECE_BYTES = 64 * 64 * 2;     // a 64x64 piece of D
+    static constexpr int BUFFERS = EPI_GROUP == 1 ? 2 : 4;   // TMA_STORE: piece buffers per consumer
+    static constexpr int PIECES_BYTES = TMA_STORE ? BUFFERS * CONSUMERS * PIECE_BYTES : 0;
+    // The ring, the consumers' D pieces, 1024 bytes to put them on a 1024-byte boundary (the swizzle's period,
+    // and the same offsets in every block of a cluster), and 2 mbarriers a slot.
+    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8;
+    static_assert(SMEM_BYTES <= 227 * 1024, "an SM's shared memory");
     // setmaxnreg moves registers within the block's launch pool (THREADS x 168 at 384 threads).
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(!PRODUCER_WG || 128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168,
                   "the block's register pool");
+    static_assert(CLUSTER == 1 || PRODUCER_WG, "a cluster's blocks each have a producer warpgroup");
+    static_assert(!STREAM_K || (CLUSTER == 1 && PRODUCER_WG), "stream-K: one block's tiles, a producer warpgroup");
 };
 
 // A shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): the start
@@ -109,235 +124,382 @@ __device__ __forceinline__ void mma(float (&d)[128], uint64_t a, uint64_t b, int
     if constexpr (std::is_same<T, __half>::value) mma_f16(d, a, b, accumulate);
     else mma_bf16(d, a, b, accumulate);
 }
+// stmatrix.x4: four 8x8 b16 matrices to shared memory, the mirror of ldmatrix (mma_sync.cuh's ldsm_x4): lane
+// 4g + t gives elements (g, 2t) and (g, 2t + 1) of matrix i in r[i], and lanes 8i .. 8i + 7 the addresses of
+// matrix i's rows.
+__device__ __forceinline__ void stsm_x4(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+
+// alpha * acc + beta * C at (row, col) and (row, col + 1), C read only with HAS_C; col + 1 may lie past N.
+template <class T, bool HAS_C>
+__device__ __forceinline__ float2 epilogue_pair(float v0, float v1, float alpha, float beta, const T* __restrict__ Cm,
+                                                idx_t ldc, idx_t row, int col, int M, int N) {
+    v0 *= alpha;
+    v1 *= alpha;
+    if (HAS_C && row < M) {
+        if (col + 1 < N) {   // the pair lies inside N: one 4-byte access (ldc is even)
+            const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
+            v0 = fmaf(beta, c.x, v0);
+            v1 = fmaf(beta, c.y, v1);
+        } else if (col < N) {
+            v0 = fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0);
+        }
+    }
+    return make_float2(v0, v1);
+}
 
 // One consumer warpgroup's 64x256 tile of D from its accumulators: lane 4g + t of warp w holds rows 16w + g and
-// 16w + g + 8, columns 8j + 2t and 8j + 2t + 1 (PTX ISA, wgmma's accumulator fragment), stored as pairs.
-template <class T>
-__device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, int col0, int lane, int M, int N,
-                                           float alpha, float beta, const T* __restrict__ Cm, idx_t ldc,
+// 16w + g + 8, columns 8j + 2t and 8j + 2t + 1 in acc[4j], acc[4j + 1] and acc[4j + 2], acc[4j + 3] (PTX ISA,
+// wgmma's accumulator fragment), stored as pairs.  row0: the warpgroup's first row.
+template <class T, bool HAS_C>
+__device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, int col0, int warp, int lane, int M,
+                                           int N, float alpha, float beta, const T* __restrict__ Cm, idx_t ldc,
                                            T* __restrict__ D, idx_t ldd) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const idx_t row = row0 + 8 * h;
+        const idx_t row = row0 + 16 * warp + (lane >> 2) + 8 * h;
         if (row >= M) continue;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
             const int col = col0 + 8 * j + 2 * (lane & 3);
-            float v0 = alpha * acc[4 * j + 2 * h], v1 = alpha * acc[4 * j + 2 * h + 1];
-            if (col + 1 < N) {   // the pair lies inside N: one 4-byte access (ldd and ldc are even)
-                if (beta != 0.0f) {
-                    const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
-                    v0 = fmaf(beta, c.x, v0);
-                    v1 = fmaf(beta, c.y, v1);
-                }
-                *reinterpret_cast<uint32_t*>(D + row * ldd + col) = Elem<T>::pack(v0, v1);
-            } else if (col < N) {
-                Elem<T>::store(D + row * ldd + col, beta != 0.0f ? fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0) : v0);
-            }
+            const float2 v = epilogue_pair<T, HAS_C>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], alpha, beta, Cm, ldc,
+                                                     row, col, M, N);
+            if (col + 1 < N)   // one 4-byte store (ldd is even)
+                *reinterpret_cast<uint32_t*>(D + row * ldd + col) = Elem<T>::pack(v.x, v.y);
+            else if (col < N)
+                Elem<T>::store(D + row * ldd + col, v.x);
         }
     }
 }
 
-// The same tile through shared memory, in four 64x64 pieces: the warpgroup writes a piece into `piece` in the
-// 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8); by the bank arithmetic the 32 lanes of a 4-byte
-// store hit 32 banks, yet ncu counts 119k conflicts on 381k store wavefronts at 4096^3 fp16, not explained),
-// and its first thread stores it with one TMA store, which clips D at M and N.  Before a piece is rewritten,
-// the store of the one before has read it.  C (beta != 0) is read from global memory as in store_tile.
-template <class T>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t piece, const CUtensorMap& map_d,
+// The same tile through shared memory, in four 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a
+// warp (each a 16x16 block: matrices (rows +0, +8) x (columns +0, +8)) in the 128-byte swizzle (16-byte chunk c
+// of row r at c ^ (r % 8), so a matrix's 8 rows fill the 32 banks once), and its first thread stores it with one
+// TMA store, which clips D at M and N.  EPI_GROUP 1: the pieces alternate between two buffers, one barrier
+// pair and store each, and a buffer is rewritten once the store two pieces ago has read it; 4: all four
+// pieces into four buffers, then one barrier and four stores (whose reads the next tile's epilogue waits for).
+template <class C, class T, bool HAS_C>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t bufs, const CUtensorMap& map_d,
                                                int row0, int col0, int warp, int lane, int barrier, int M, int N,
                                                float alpha, float beta, const T* __restrict__ Cm, idx_t ldc) {
     const bool leader = (threadIdx.x & 127) == 0;
-    const int t = lane & 3;
+    const int r = 16 * warp + 8 * ((lane >> 3) & 1) + (lane & 7);   // the row this lane addresses
+    const idx_t row = row0 + 16 * warp + (lane >> 2);                // the rows it holds: row, row + 8
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-        if (leader) tma::store_wait<0, true>();
-        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {
-            const int j = 8 * p + jj;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = 16 * warp + (lane >> 2) + 8 * h;
-                float v0 = alpha * acc[4 * j + 2 * h], v1 = alpha * acc[4 * j + 2 * h + 1];
-                const idx_t row = row0 + r;
-                const int col = col0 + 8 * j + 2 * t;
-                if (beta != 0.0f && row < M) {
-                    if (col + 1 < N) {
-                        const float2 c = Elem<T>::unpack(*reinterpret_cast<const uint32_t*>(Cm + row * ldc + col));
-                        v0 = fmaf(beta, c.x, v0);
-                        v1 = fmaf(beta, c.y, v1);
-                    } else if (col < N) {
-                        v0 = fmaf(beta, Elem<T>::load(Cm + row * ldc + col), v0);
-                    }
-                }
-                const uint32_t addr = piece + r * 128 + ((jj ^ (r & 7)) << 4) + 4 * t;
-                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(Elem<T>::pack(v0, v1)) : "memory");
-            }
+        const uint32_t buf = bufs + (p % C::BUFFERS) * C::PIECE_BYTES;
+        if (p % C::EPI_GROUP == 0) {
+            if (leader) tma::store_wait<C::EPI_GROUP == 1 ? 1 : 0, true>();
+            asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
         }
-        async_copy::fence_async_shared();   // the piece, visible to the copy engine
-        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
-        if (leader) {
-            tma::store_2d(map_d, piece, col0 + 64 * p, row0);
-            tma::store_commit();
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {   // 16-column blocks of the piece
+            uint32_t v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {   // matrix i: rows + 8 (i & 1), columns + 8 (i >> 1)
+                const int j = 8 * p + 2 * q + (i >> 1), h = i & 1;
+                const float2 e = epilogue_pair<T, HAS_C>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], alpha, beta, Cm,
+                                                         ldc, row + 8 * h, col0 + 8 * j + 2 * (lane & 3), M, N);
+                v[i] = Elem<T>::pack(e.x, e.y);
+            }
+            const int chunk = 2 * q + (lane >> 4);
+            stsm_x4(buf + r * 128 + ((chunk ^ (r & 7)) << 4), v);
+        }
+        if (p % C::EPI_GROUP == C::EPI_GROUP - 1) {
+            async_copy::fence_async_shared();   // the pieces, visible to the copy engine
+            asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+            if (leader) {
+#pragma unroll
+                for (int g = p + 1 - C::EPI_GROUP; g <= p; ++g)
+                    tma::store_2d(map_d, bufs + (g % C::BUFFERS) * C::PIECE_BYTES, col0 + 64 * g, row0);
+                tma::store_commit();
+            }
         }
     }
 }
 
-// The block's work is a list of items, k-tile after k-tile of its tiles blockIdx.x, + gridDim.x, ...: item q
-// is k-tile q % k_tiles of its (q / k_tiles)-th tile and goes to slot q % STAGES.
+// The block's work, as segments (a tile, k-tiles ka .. kb - 1), in units of a cluster's CLUSTER x 1 tiles taken
+// apart in GROUP_M-grouped order; block `rank` of a cluster computes tile-row tmc * CLUSTER + rank (past M for
+// an odd last one: zeros in, nothing stored).  Whole tiles first: cluster number first, + stride, ... .  With
+// STREAM_K, only the full waves of tiles are dealt out whole; the k-tiles of the rest (fewer tiles than blocks,
+// which would leave blocks idle for a whole tile) are split evenly among all blocks, each a contiguous range
+// (stream-K, Osama et al., PPoPP 2023): a block's range ends in the first k-tiles of a tile (its "finisher",
+// which adds the partial sums of the blocks after it and stores D) and starts in the last k-tiles of another
+// (it stores its partial sums for that tile's finisher).
+template <class C>
+struct Work {
+    long long tiles_mc, tiles_n, tiles, first, whole_end, u, u_end, tile;
+    int stride, k_tiles, ka, kb;
+    uint32_t rank;
+    __device__ Work(int M, int N, int K) {
+        tiles_mc = ((M - 1) / C::BM + C::CLUSTER) / C::CLUSTER;
+        tiles_n = (N - 1) / BN + 1;
+        tiles = tiles_mc * tiles_n;
+        first = blockIdx.x / C::CLUSTER;
+        stride = gridDim.x / C::CLUSTER;
+        k_tiles = (K - 1) / BK + 1;   // K >= 1; (K + BK - 1) would overflow near 2^31
+        rank = blockIdx.x % C::CLUSTER;
+        whole_end = C::STREAM_K && tiles > stride ? tiles / stride * stride : tiles;
+        u = range(blockIdx.x);
+        u_end = range(blockIdx.x + 1);
+    }
+    // Where block b's stream-K range starts, in k-tiles counted from the first shared tile's first.
+    __device__ long long range(long long b) const { return (tiles - whole_end) * k_tiles * b / gridDim.x; }
+    // The next segment into (tile, ka, kb); false when the block has no work left.
+    __device__ bool next() {
+        if (first < whole_end) {
+            tile = first;
+            first += stride;
+            ka = 0;
+            kb = k_tiles;
+            return true;
+        }
+        if (u >= u_end) return false;
+        tile = whole_end + u / k_tiles;
+        ka = int(u % k_tiles);
+        kb = int(min((long long)k_tiles, ka + (u_end - u)));
+        u += kb - ka;
+        return true;
+    }
+    __device__ void at(int& m0, int& n0) const {
+        int tmc, tn;
+        tile_of<GROUP_M / C::CLUSTER>(tile, tiles_mc, tiles_n, tmc, tn);
+        m0 = (tmc * C::CLUSTER + rank) * C::BM;
+        n0 = tn * BN;
+    }
+};
+
+// The copies, k-tile after k-tile of the block's segments, each into the next slot of the ring once the
+// consumers of every block of the cluster have released it.  Counters are 32-bit and a segment is taken apart
+// once, so a refill is the wait and five copies.
+template <class C>
+struct Loader {
+    const CUtensorMap* map_a;
+    const CUtensorMap* map_b;
+    uint32_t ring;
+    uint64_t *full, *empty;
+    Work<C> w;
+    bool more_;
+    int k = 0, m0 = 0, n0 = 0;
+    uint32_t s = 0, phase = 0;   // the next slot, and the parity of its empty barrier's phase to wait for ^ 1
+
+    __device__ Loader(const CUtensorMap* a, const CUtensorMap* b, uint32_t ring_, uint64_t* full_, uint64_t* empty_,
+                      const Work<C>& w_)
+        : map_a(a), map_b(b), ring(ring_), full(full_), empty(empty_), w(w_) {
+        segment();
+    }
+    __device__ void segment() {
+        more_ = w.next();
+        if (more_) {
+            w.at(m0, n0);
+            k = w.ka;
+        }
+    }
+    __device__ bool more() const { return more_; }
+    __device__ void next() {   // a fresh barrier's phase of parity 1 counts as complete: the first pass waits not
+        async_copy::mbar_wait(&empty[s], phase ^ 1);
+        tma::load_item<C>(*map_a, *map_b, ring + s * C::SLOT_BYTES, &full[s], k * BK, m0, n0, w.rank);
+        if (++s == C::STAGES) s = 0, phase ^= 1;
+        if (++k == w.kb) segment();
+    }
+};
+
+// Stream-K's hand-over, per consumer warpgroup: its 64x256 fp32 partial tile in ws (thread t's accumulator i at
+// [i * 128 + t], so every access is coalesced), then flag = 1 with release semantics; the finisher's first
+// thread waits for the flag (acquire), clears it for the next launch, and the warpgroup adds the partial.
+__device__ __forceinline__ void save_partial(const float (&acc)[128], float* ws, int* flag, int t, int barrier) {
+#pragma unroll
+    for (int i = 0; i < 128; ++i) __stcg(ws + i * 128 + t, acc[i]);
+    asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+    if (t == 0) {
+        __threadfence();
+        asm volatile("st.release.gpu.global.u32 [%0], %1;\n" :: "l"(flag), "r"(1) : "memory");
+    }
+}
+__device__ __forceinline__ void add_partial(float (&acc)[128], const float* ws, int* flag, int t, int barrier) {
+    if (t == 0) {
+        uint32_t ready = 0;
+        while (!ready) asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
+        *flag = 0;
+    }
+    asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] += __ldcg(ws + i * 128 + t);
+}
+
 template <class C, class T>
 __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
                                            double alpha_, double beta_, const T* __restrict__ Cm, idx_t ldc,
-                                           T* __restrict__ D, idx_t ldd, const CUtensorMap* map_d) {
+                                           T* __restrict__ D, idx_t ldd, const CUtensorMap* map_d, float* ws = nullptr,
+                                           int* flags = nullptr) {
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
     const uint32_t pieces = ring + C::STAGES * C::SLOT_BYTES;   // the TMA-store epilogue's buffers
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES +
-                                                 C::CONSUMERS * C::PIECE_BYTES);
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES + C::PIECES_BYTES);
     uint64_t* empty = full + C::STAGES;
     const int tid = threadIdx.x;
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
-            async_copy::mbar_init(&full[s], 1);                    // the producer's expect_tx arrival
-            async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS);   // one lane of each consumer warp
+            async_copy::mbar_init(&full[s], 1);                                 // the producer's expect_tx arrival
+            async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);   // a lane of each consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
     }
-    __syncthreads();
+    if (C::CLUSTER > 1) tma::cluster_sync();   // the peer's barriers exist before anything reaches them
+    else __syncthreads();
+    const Work<C> work(M, N, K);
 
-    const long long tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
-    const int k_tiles = (K + BK - 1) / BK;
-    const long long my_tiles = tiles > blockIdx.x ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-    const long long items = my_tiles * k_tiles;
-    auto load = [&](long long q) {   // item q into its slot: A's box and B's four, all counted on full[s]
-        int tm, tn;
-        tile_of<GROUP_M>(blockIdx.x + q / k_tiles * gridDim.x, tiles_m, tiles_n, tm, tn);
-        const int k0 = int(q % k_tiles) * BK;
-        const uint32_t s = q % C::STAGES, slot = ring + s * C::SLOT_BYTES;
-        tma::expect_tx(&full[s], C::SLOT_BYTES);
-        tma::load_2d(slot, map_a, k0, tm * C::BM, &full[s]);
+    if (C::PRODUCER_WG && tid < 128) {   // the producer warpgroup: thread 0 copies as slots free up, the rest idle
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
+        if (tid == 0) {
+            Loader<C> load(&map_a, &map_b, ring, full, empty, work);
+            while (load.more()) load.next();
+        }
+        __syncwarp();
+    } else {
+        if (C::PRODUCER_WG) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
+        // With no producer warpgroup, thread 0 fills the ring first, then refills a slot as it is released.
+        Loader<C> load(&map_a, &map_b, ring, full, empty, work);
+        if (!C::PRODUCER_WG && tid == 0)
+            for (int i = 0; i < C::STAGES && load.more(); ++i) load.next();
+
+        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
+        const float alpha = (float)alpha_, beta = (float)beta_;
+        // This consumer's 64 rows of A and all of B, in slot 0; a slot, a k16 step, move the start address.
+        const uint64_t desc_a = descriptor(ring + c * 64 * 128, 16, 1024);
+        const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
+        // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
+        // cluster (lane r for block r).
+        auto release = [&](uint32_t s) {
+            if (C::CLUSTER > 1) {
+                if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
+            } else if (lane == 0) {
+                async_copy::mbar_arrive(&empty[s]);
+            }
+            if (!C::PRODUCER_WG && tid == 0 && load.more()) load.next();
+        };
+        uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
+        Work<C> w = work;
+        while (w.next()) {
+            int m0, n0;
+            w.at(m0, n0);
+            float acc[128];
+            uint32_t prev = 0;
+            for (int kt = 0; kt < w.kb - w.ka; ++kt) {
+                async_copy::mbar_wait(&full[s], phase);
+                const uint32_t off = s * (C::SLOT_BYTES >> 4);
+                fence();
 #pragma unroll
-        for (int b = 0; b < BN / 64; ++b) tma::load_2d(slot + C::A_BYTES + b * B_BOX_BYTES, map_b, tn * BN + 64 * b, k0, &full[s]);
-    };
-
-    if constexpr (C::PRODUCER_WG) {
-        if (tid < 128) {   // the producer warpgroup: thread 0 copies as fast as slots free up, the rest idle
-            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
-            if (tid == 0 && !C::LEAN) {
-                for (long long q = 0; q < items; ++q) {
-                    if (q >= C::STAGES) async_copy::mbar_wait(&empty[q % C::STAGES], (q / C::STAGES + 1) & 1);
-                    load(q);
+                for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
+                    mma<T>(acc, desc_a + off + 2 * kk, desc_b + off + 128 * kk, kt | kk);
+                commit();
+                if (C::WAIT == 1) {
+                    wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
+                    hold(acc);
+                    if (kt > 0) release(prev);
+                } else {
+                    wait<0>();   // this k-tile is done
+                    hold(acc);
+                    release(s);
                 }
-            } else if (tid == 0) {   // LEAN: addresses first, then the wait, then the five copies
-                uint32_t s = 0, phase = 0, used = 0;   // slot, its empty barrier's parity, slots filled once
-                for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                    int tm, tn;
-                    tile_of<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
-                    const int m0 = tm * C::BM, n0 = tn * BN;
-                    for (int k0 = 0; k0 < K; k0 += BK) {
-                        const uint32_t slot = ring + s * C::SLOT_BYTES;
-                        if (used >= C::STAGES) async_copy::mbar_wait(&empty[s], phase ^ 1);
-                        tma::expect_tx(&full[s], C::SLOT_BYTES);
-                        tma::load_2d(slot, map_a, k0, m0, &full[s]);
-#pragma unroll
-                        for (int b = 0; b < BN / 64; ++b)
-                            tma::load_2d(slot + C::A_BYTES + b * B_BOX_BYTES, map_b, n0 + 64 * b, k0, &full[s]);
-                        used += used < C::STAGES;
-                        if (++s == C::STAGES) s = 0, phase ^= 1;
-                    }
+                prev = s;
+                if (++s == C::STAGES) s = 0, phase ^= 1;
+            }
+            if (C::WAIT == 1) {
+                wait<0>();
+                hold(acc);
+                release(prev);
+            }
+            const int row0 = m0 + 64 * c;
+            if (row0 >= M) continue;   // a cluster's tile past M, or this warpgroup's half of it
+            if constexpr (C::STREAM_K) {
+                const int slot = blockIdx.x * C::CONSUMERS + c;   // this warpgroup's partial-sum slot
+                if (w.ka > 0) {   // the tile's first k-tiles are another block's: hand this part over
+                    save_partial(acc, ws + (size_t)slot * 128 * 128, &flags[slot], ctid & 127, 1 + c);
+                    continue;
+                }
+                // The blocks after this one whose ranges start inside this tile hold its other k-tiles.
+                const long long end = (w.tile - w.whole_end + 1) * w.k_tiles;
+                for (long long b = blockIdx.x + 1; w.kb < w.k_tiles && b < gridDim.x && w.range(b) < end; ++b) {
+                    if (w.range(b) == w.range(b + 1)) continue;   // an empty range
+                    const int from = int(b) * C::CONSUMERS + c;
+                    add_partial(acc, ws + (size_t)from * 128 * 128, &flags[from], ctid & 127, 1 + c);
                 }
             }
-            return;
+            if constexpr (C::TMA_STORE) {
+                const uint32_t bufs = pieces + c * C::BUFFERS * C::PIECE_BYTES;
+                if (beta != 0.0f)
+                    store_tile_tma<C, T, true>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
+                else
+                    store_tile_tma<C, T, false>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
+            } else {
+                if (beta != 0.0f)
+                    store_tile<T, true>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+                else
+                    store_tile<T, false>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+            }
         }
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
-    } else if (tid == 0) {   // one warpgroup: its thread 0 fills the ring first, then refills (release below)
-        for (long long q = 0; q < items && q < C::STAGES; ++q) load(q);
+        if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
-
-    const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
-    const float alpha = (float)alpha_, beta = (float)beta_;
-    // Item q has left its slot (every consumer warp's wgmmas that read it are done): one arrival per warp; with
-    // no producer warpgroup, thread 0 then waits for the other warps' and copies item q + STAGES in.
-    auto release = [&](long long q) {
-        const uint32_t s = q % C::STAGES;
-        if (lane == 0) async_copy::mbar_arrive(&empty[s]);
-        if (!C::PRODUCER_WG && tid == 0 && q + C::STAGES < items) {
-            async_copy::mbar_wait(&empty[s], (q / C::STAGES) & 1);
-            load(q + C::STAGES);
-        }
-    };
-    long long q = 0;
-    for (long long i = 0; i < my_tiles; ++i) {
-        int tm, tn;
-        tile_of<GROUP_M>(blockIdx.x + i * gridDim.x, tiles_m, tiles_n, tm, tn);
-        float acc[128];
-        for (int kt = 0; kt < k_tiles; ++kt, ++q) {
-            const uint32_t s = q % C::STAGES;
-            async_copy::mbar_wait(&full[s], (q / C::STAGES) & 1);
-            const uint32_t a = ring + s * C::SLOT_BYTES + c * 64 * 128, b = ring + s * C::SLOT_BYTES + C::A_BYTES;
-            fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
-                mma<T>(acc, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, B_BOX_BYTES, 1024), kt | kk);
-            commit();
-            wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
-            hold(acc);
-            if (kt > 0) release(q - 1);
-        }
-        wait<0>();
-        hold(acc);
-        release(q - 1);
-        if constexpr (C::TMA_STORE && C::LEAN) {
-            if (beta != 0.0f)
-                store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
-                                  1 + c, M, N, alpha, beta, Cm, ldc);
-            else   // the same call with beta a constant 0: the C reads and their branches compile away
-                store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
-                                  1 + c, M, N, alpha, 0.0f, Cm, ldc);
-        } else if constexpr (C::TMA_STORE)
-            store_tile_tma<T>(acc, pieces + c * C::PIECE_BYTES, *map_d, tm * C::BM + 64 * c, tn * BN, warp, lane,
-                              1 + c, M, N, alpha, beta, Cm, ldc);
-        else
-            store_tile<T>(acc, tm * C::BM + 64 * c + 16 * warp + (lane >> 2), tn * BN, lane, M, N, alpha, beta, Cm,
-                          ldc, D, ldd);
-    }
-    if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
+    // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
+    if (C::CLUSTER > 1) tma::cluster_sync();
 }
 
 }  // namespace
 
-// grid (blocks, 1, 1): one block per tile, or (persistent) fewer, each walking tiles blockIdx.x + i * gridDim.x.
-#define WGMMA_ENTRY(NAME, CFG, T)                                                                            \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1)                                           \
+// grid (blocks, 1, 1): one block per tile, or (persistent) fewer, each walking tiles; with ATTR
+// __cluster_dims__(CLUSTER, 1, 1), clusters of CLUSTER consecutive blocks.
+#define WGMMA_ENTRY(NAME, CFG, T, ATTR)                                                                      \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) ATTR                                      \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
         gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, nullptr);                     \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
 // The TMA-store form takes D's tensor map too (64x64 boxes), last.
-#define WGMMA_TMA_ENTRY(NAME, CFG, T)                                                                        \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1)                                           \
+#define WGMMA_TMA_ENTRY(NAME, CFG, T, ATTR)                                                                  \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) ATTR                                      \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd,  \
          const __grid_constant__ CUtensorMap map_d) {                                                        \
         gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, &map_d);                      \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
-#define WGMMA_PAIR(NAME, CFG)                                                                                \
-    WGMMA_ENTRY(NAME##_f16, CFG, __half)                                                                     \
-    WGMMA_ENTRY(NAME##_bf16, CFG, __nv_bfloat16)
+// The stream-K form takes a workspace of 64x256 fp32 partial tiles and a flag per consumer warpgroup of the
+// grid (flags zero at launch; the kernel leaves them zero).
+#define WGMMA_SK_ENTRY(NAME, CFG, T, ATTR)                                                                   \
+    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) ATTR                                      \
+    NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
+         int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd,  \
+         const __grid_constant__ CUtensorMap map_d, float* __restrict__ ws, int* flags) {                    \
+        gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, &map_d, ws, flags);           \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
+#define WGMMA_PAIR(ENTRY, NAME, CFG, ATTR)                                                                   \
+    ENTRY(NAME##_f16, CFG, __half, ATTR)                                                                     \
+    ENTRY(NAME##_bf16, CFG, __nv_bfloat16, ATTR)
+#define PAIRS_OF_2 __cluster_dims__(2, 1, 1)
 
-using OneWarpgroup = Cfg<1, false, 5>;   // 64x256 tiles, 5 slots of 40 KiB
-WGMMA_PAIR(wgmma_1wg, OneWarpgroup)
-using Specialized = Cfg<2, true, 4>;     // 128x256 tiles, a producer and two consumer warpgroups, 4 slots of 48 KiB
-WGMMA_PAIR(wgmma_ws, Specialized)
-using TmaStored = Cfg<2, true, 4, true>;   // the same, D out through shared memory and TMA stores
-WGMMA_TMA_ENTRY(wgmma_tma_f16, TmaStored, __half)
-WGMMA_TMA_ENTRY(wgmma_tma_bf16, TmaStored, __nv_bfloat16)
+using OneWarpgroup = Cfg<1, false, 5>;     // 64x256 tiles, 5 slots of 40 KiB
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_1wg, OneWarpgroup, )
+using Specialized = Cfg<2, true, 4>;       // 128x256 tiles, a producer and two consumer warpgroups, 4 slots of 48 KiB
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_ws, Specialized, )
+using Clustered = Cfg<2, true, 4, 2>;      // the same in clusters of 2 along M, B multicast
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_cluster, Clustered, PAIRS_OF_2)
+using TmaStored = Cfg<2, true, 4, 2, true>;   // the same, D out through shared memory and TMA stores
+WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, PAIRS_OF_2)
 
 #ifdef WGMMA_EXPLORE
-using Lean = Cfg<2, true, 4, true, true>;   // cuda:15_wgmma with the lean producer and epilogue (VARIANTS "lean")
-WGMMA_TMA_ENTRY(x15_lean_f16, Lean, __half)
-WGMMA_TMA_ENTRY(x15_lean_bf16, Lean, __nv_bfloat16)
+using NoCluster = Cfg<2, true, 4, 1, true>;   // cuda:15_wgmma without clusters (VARIANTS "nocluster")
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_nocl, NoCluster, )
+using Full3 = Cfg<2, true, 3, 2, true, 4>;        // 3 slots, the whole tile staged at once ("full3")
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_full3, Full3, PAIRS_OF_2)
+using Full3W0 = Cfg<2, true, 3, 2, true, 4, 0>;   // the same, each k-tile waited for at once ("full3w0")
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_full3w0, Full3W0, PAIRS_OF_2)
+using W0 = Cfg<2, true, 4, 2, true, 1, 0>;        // cuda:15_wgmma, each k-tile waited for at once ("w0")
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_w0, W0, PAIRS_OF_2)
+using StreamK = Cfg<2, true, 4, 1, true, 1, 1, true>;   // "nocluster" with stream-K for the last wave ("sk")
+WGMMA_PAIR(WGMMA_SK_ENTRY, x15_sk, StreamK, )
 #endif

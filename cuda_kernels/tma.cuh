@@ -30,11 +30,21 @@ __device__ __forceinline__ void load_2d_multicast(uint32_t dst, const CUtensorMa
                  : "memory");
 }
 
-// One arrival on the barrier at the same offset as `bar` in block `rank` of this cluster.
+// One arrival on the barrier at the same offset as `bar` in block `rank` of this cluster (which may be this
+// block).  CLUSTER_SCOPE: release at cluster scope, which orders this thread's generic-proxy reads before the
+// arrival at the cost of a memory fence per arrival (stage 13's consumers read by ldmatrix).  Without it
+// (release at block scope, as CUTLASS's ClusterBarrier::arrive(cta_id)), for readers that are wgmmas the
+// arriving thread has already waited for.
+template <bool CLUSTER_SCOPE = true>
 __device__ __forceinline__ void arrive_remote(uint64_t* bar, uint32_t rank) {
-    asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
-                 " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n"
-                 :: "r"(smem_u32(bar)), "r"(rank) : "memory");
+    if (CLUSTER_SCOPE)
+        asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
+                     " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n"
+                     :: "r"(smem_u32(bar)), "r"(rank) : "memory");
+    else
+        asm volatile("{\n .reg .b32 r;\n mapa.shared::cluster.u32 r, %0, %1;\n"
+                     " mbarrier.arrive.shared::cluster.b64 _, [r];\n}\n"
+                     :: "r"(smem_u32(bar)), "r"(rank) : "memory");
 }
 
 __device__ __forceinline__ void cluster_sync() {
@@ -53,6 +63,26 @@ template <int N, bool READ>
 __device__ __forceinline__ void store_wait() {
     if (READ) asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
     else asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// One item of a ring (a k-tile of a tile) into its slot: A's box (C::BM rows from m0, 64 k from k0), then this
+// block's share of B's 64-column boxes (C::BOXES of them from n0, multicast to every block of a cluster of
+// C::CLUSTER side by side in M), all counted by the slot's full barrier.  The slot holds A (C::A_BYTES), then
+// B's boxes C::B_BOX_BYTES apart.
+template <class C>
+__device__ __forceinline__ void load_item(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t slot,
+                                          uint64_t* full, int k0, int m0, int n0, uint32_t rank) {
+    expect_tx(full, C::SLOT_BYTES);
+    load_2d(slot, map_a, k0, m0, full);
+#pragma unroll
+    for (int i = 0; i < C::BOXES; ++i) {
+        const int b = rank * C::BOXES + i;
+        if (C::CLUSTER > 1)
+            load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full,
+                              (1 << C::CLUSTER) - 1);
+        else
+            load_2d(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full);
+    }
 }
 
 }  // namespace tma

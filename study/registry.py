@@ -21,7 +21,7 @@ from study.core.contract import validate
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
 from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaLaunch, CudaPresplitLaunch, CudaTmaLaunch,
-                                    CudaTypedLaunch, CudaWgmmaLaunch, TorchLaunch, TritonLaunch)
+                                    CudaTypedLaunch, TorchLaunch, TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -215,25 +215,26 @@ def _swizzle_tma() -> Impl:
 
 # Stage 15: wgmma fed by TMA (cuda_kernels/15_wgmma.cu), one registered form per technique added; calls whose
 # operands a tensor map cannot take go to stage 13's cp.async kernel.
-def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = True, **kw) -> CudaWgmmaLaunch:
+def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = True, **kw) -> CudaTmaLaunch:
     """A launch of cuda_kernels/15_wgmma.cu: A in boxes of (BM rows, 64 k), B in 64x64 boxes."""
-    return CudaWgmmaLaunch("15_wgmma.cu", entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
-                           b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, **kw)
+    return CudaTmaLaunch("15_wgmma.cu", entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
+                         b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, **kw)
 
 
 def _wgmma_stage() -> list[Impl]:
     s = stage("15")
     src = f"{s.key}.cu"
+    ws = dict(block=384, tile=(128, 256))
+    forms = [   # (name suffix, launch, title): the ladder, one technique a step
+        ("-1wg", _wgmma("wgmma_1wg_{pair}", 128, (64, 256), False), "one warpgroup, TMA"),
+        ("-ws", _wgmma("wgmma_ws_{pair}", **ws, persistent=False), "producer + two consumer warpgroups"),
+        ("-persistent", _wgmma("wgmma_ws_{pair}", **ws), "warp-specialized, persistent"),
+        ("-cluster", _wgmma("wgmma_cluster_{pair}", **ws, cluster=2), "persistent, clusters of 2, B multicast"),
+        ("", _wgmma("wgmma_tma_{pair}", **ws, cluster=2, d_box=(64, 64)), "clustered, TMA-store epilogue"),
+    ]
     return [
-        _tc_impl(f"cuda:{s.key}-1wg", "cuda", s, HALF_IO, _wgmma("wgmma_1wg_{pair}", 128, (64, 256), False),
-                 _cuda_sources(src), f"{s.title} (one warpgroup, TMA)"),
-        _tc_impl(f"cuda:{s.key}-ws", "cuda", s, HALF_IO, _wgmma("wgmma_ws_{pair}", 384, (128, 256), False),
-                 _cuda_sources(src), f"{s.title} (producer + two consumer warpgroups)"),
-        _tc_impl(f"cuda:{s.key}-persistent", "cuda", s, HALF_IO, _wgmma("wgmma_ws_{pair}", 384, (128, 256), True),
-                 _cuda_sources(src), f"{s.title} (warp-specialized, persistent)"),
-        _tc_impl(f"cuda:{s.key}", "cuda", s, HALF_IO,
-                 _wgmma("wgmma_tma_{pair}", 384, (128, 256), True, d_box=(64, 64)), _cuda_sources(src),
-                 f"{s.title} (persistent, TMA-store epilogue)"),
+        *(_tc_impl(f"cuda:{s.key}{suffix}", "cuda", s, HALF_IO, launch, _cuda_sources(src), f"{s.title} ({title})")
+          for suffix, launch, title in forms),
         _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, "13_swizzle")),
         # Gluon's form borrows stage 13's TMA checks (Triton file) and its fallback (Gluon file).
         _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
@@ -309,9 +310,18 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:15_wgmma": {     # the producer's refill in 32-bit counters, the epilogue's beta test hoisted (NOTES.md)
-        "lean": _wgmma("x15_lean_{pair}", 384, (128, 256), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+    "cuda:15_wgmma": {     # without clusters; and with the tensor maps' L2 promotion at 128 bytes (Triton's)
+        "nocluster": _wgmma("x15_nocl_{pair}", 384, (128, 256), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+                            aligned_only=True),
+        "l2_128": _wgmma("wgmma_tma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), l2_promotion=128),
+        "full3": _wgmma("x15_full3_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                        aligned_only=True),
+        "full3w0": _wgmma("x15_full3w0_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+                       aligned_only=True),
+        "w0": _wgmma("x15_w0_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+                       aligned_only=True),
+        "sk": _wgmma("x15_sk_{pair}", 384, (128, 256), d_box=(64, 64), stream_k=True, defines=("WGMMA_EXPLORE",),
+                     aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),

@@ -176,12 +176,13 @@ STAGES: tuple[Stage, ...] = (
         fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
     ),
     Stage(
-        "15", "wgmma", "wgmma fed by TMA: warp-specialized, persistent",
+        "15", "wgmma", "wgmma fed by TMA: warp-specialized, persistent, clustered",
         "no seed covers Hopper (seed 000 stops at mma.sync, stage 13); issue 20's anchors: pranjalssh/fast.cu, "
         "the Gluon tutorials 07-08, ThunderKittens' H100 levels",
         "Hopper's warpgroup MMA reads both operands straight from 128-byte-swizzled shared memory that TMA "
         "fills; each form adds one technique: one warpgroup, then a producer warpgroup feeding two consumer "
-        "warpgroups (setmaxnreg), then a persistent grid whose ring runs on across tiles.",
+        "warpgroups (setmaxnreg), then a persistent grid whose ring runs on across tiles, then clusters of two "
+        "blocks sharing B by TMA multicast, then D out through shared memory (stmatrix) and TMA stores.",
     ),
 )
 
