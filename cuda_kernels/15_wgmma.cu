@@ -1,42 +1,31 @@
-// Stage 15 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent, clustered.
+// Stage 15 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent.
 //
 // Technique:   wgmma.mma_async (sm_90a): a warpgroup (4 warps) multiplies a 64x16 tile of A by a 16x256 tile
-//              of B straight out of shared memory, asynchronously, into a 64x256 fp32 accumulator spread over
-//              its 128 threads (128 registers each).  Operands arrive by TMA (cp.async.bulk.tensor) in
-//              CU_TENSOR_MAP_SWIZZLE_128B boxes, which is exactly the 128-byte-swizzled layout wgmma's
-//              shared-memory descriptors name: A K-major (64 k of a row in 128 bytes), B N-major (64 n of a
-//              k-row in 128 bytes, "transposed" in wgmma's terms).  A ring of slots hands over by mbarriers:
-//              full[s] completes when a slot's TMA bytes have landed, empty[s] when every consumer warp that
-//              reads it (in every block of the cluster) has seen its wgmmas finish.  Five forms, each one
-//              technique more:
-//                wgmma_1wg:     one warpgroup per 64x256 tile; its thread 0 also issues the copies, 5 slots ahead.
+//              of B straight out of shared memory, asynchronously, into a 64x256 fp32 accumulator (128
+//              registers a thread).  TMA fills a ring of slots in CU_TENSOR_MAP_SWIZZLE_128B boxes, the layout
+//              wgmma's shared-memory descriptors name (A K-major, B N-major: "transposed").  mbarriers hand the
+//              slots over: full[s] completes when a slot's bytes have landed, empty[s] when every consumer warp
+//              reading it (in every block of a cluster) has seen its wgmmas finish.  Each form adds one thing:
+//                wgmma_1wg:     one warpgroup per 64x256 tile; its thread 0 also issues the copies.
 //                wgmma_ws:      a producer warpgroup (one thread issues TMA) and two consumer warpgroups per
-//                               128x256 tile; setmaxnreg moves registers from the producer to the consumers.
-//                               Launched one block per tile (cuda:15_wgmma-ws) or one per SM walking the tiles
-//                               in GROUP_M-grouped order, the ring running on across tiles
-//                               (cuda:15_wgmma-persistent).
-//                wgmma_cluster: the persistent form in clusters of two blocks side by side in M: each copies
-//                               half of the k-tile of B they share and multicasts it to both.
-//                wgmma_tma:     the clustered form with D written through shared memory (stmatrix into the
-//                               128-byte swizzle, two 64x64 buffers a consumer) by TMA stores (cuda:15_wgmma).
+//                               128x256 tile, setmaxnreg 40/232; one block per tile (-ws) or one per SM walking
+//                               the tiles in GROUP_M order, the ring running on across tiles (-persistent).
+//                wgmma_cluster: the persistent form in clusters of two blocks side by side in M; each copies
+//                               half of their shared k-tile of B and multicasts it to both (-cluster).
+//                wgmma_tma:     the persistent form (no clusters) with D leaving through shared memory:
+//                               stmatrix into the 128-byte swizzle, two 64x64 buffers a consumer, TMA stores.
 // Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Issue 20's
-//              anchors: pranjalssh/fast.cu's H100/H200 ladder (wgmma + TMA, then producer/consumer
-//              warpgroups, a persistent grid, clusters with multicast, TMA stores) and ThunderKittens'
-//              educational H100 levels.
-// Changed:     stage 13 fed mma.sync m16n8k16 (Ampere's instruction) from ldmatrix: a warp needs 4 ldmatrix
-//              and 16 mma.sync per k16 step of its 64x64 tile.  Here one instruction per warpgroup does a
-//              64x256x16 step with no fragment loads at all: operands never pass through registers.
-// Why faster:  the issue slots that stage 13 spends on ldmatrix and mma.sync (its tensor pipe ~84% busy at
-//              7.3 cycles an instruction, issue 20) are free, so the tensor pipe can run near its peak; the
-//              copy engine does the address work.  Multicast halves the L2 reads of B per block (32 KiB of
-//              48 a k-tile from L2 instead of 48); the TMA-store epilogue frees the consumers sooner.  Measured
-//              ladder: NOTES.md, "Stage 15", and the stage's report page.
-//
+//              anchors: pranjalssh/fast.cu's H100/H200 ladder and ThunderKittens' educational H100 levels.
+// Changed:     stage 13 feeds mma.sync m16n8k16 from ldmatrix (4 ldmatrix and 16 mma.sync per warp and k16 step
+//              of a 64x64 tile); here one instruction per warpgroup does 64x256x16, operands never in registers.
+// Why faster:  the issue slots stage 13 spends on ldmatrix and mma.sync are free, so the tensor pipe runs near
+//              its peak; the copy engine does the address work; the TMA-store epilogue (4 stmatrix and one
+//              store per 64x64 piece, against 32 scalar stores a thread) gives the tensor pipe back sooner.
+//              Multicast halves a block's L2 reads of B, but measured no faster (NOTES.md, "Stage 15").
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
-//              stores clip at M and N).  A cluster's second tile may lie wholly past M: it still copies its
-//              share of B for its peer, and stores nothing.
-// Alignment:   a tensor map needs 16-byte aligned starts and leading dimensions: the launcher sends any other
-//              call to stage 13's cp.async kernel (mma_swizzle_*_unaligned), never to a fault.
+//              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
+// Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call
+//              to stage 13's cp.async kernel (mma_swizzle_*_unaligned), never to a fault.
 // Range:       any M, N, K >= 1 (a tile with K past the matrix reads zeros); beta == 0 never reads C.
 #include <cuda.h>   // CUtensorMap
 #include <cuda_bf16.h>
@@ -53,24 +42,18 @@ constexpr int BN = 256, BK = 64, GROUP_M = 8;
 
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
 // side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
-// straight from the accumulators), EPI_GROUP 64x64 pieces of it (1, or all 4) staged per barrier; WAIT: the
-// k-tiles of wgmmas a consumer leaves in flight when it moves on (1: the slot before is released; 0: this one).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false,
-          int EPI_GROUP_ = 1, int WAIT_ = 1, bool STREAM_K_ = false>
+// straight from the accumulators).
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
 struct Cfg {
-    static constexpr bool STREAM_K = STREAM_K_;   // the last partial wave's tiles shared out by k-tiles (Work)
-    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, EPI_GROUP = EPI_GROUP_;
-    static constexpr int WAIT = WAIT_;
-    static_assert((EPI_GROUP == 1 || EPI_GROUP == 4) && (WAIT == 0 || WAIT == 1), "the forms written below");
+    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
     static constexpr int B_BOX_BYTES = 64 * 64 * 2;     // one box of B: 64 k-rows x 64 n (128 bytes a row)
     static constexpr int BOXES = BN / 64 / CLUSTER;     // the boxes of B this block copies (tma::load_item)
-    static constexpr int PIECE_BYTES = 64 * 64 * 2;     // a 64x64 piece of D
-    static constexpr int BUFFERS = EPI_GROUP == 1 ? 2 : 4;   // TMA_STORE: piece buffers per consumer
-    static constexpr int PIECES_BYTES = TMA_STORE ? BUFFERS * CONSUMERS * PIECE_BYTES : 0;
+    static constexpr int PIECE_BYTES = 64 * 64 * 2;     // a 64x64 piece of D (TMA_STORE: two per consumer)
+    static constexpr int PIECES_BYTES = TMA_STORE ? 2 * CONSUMERS * PIECE_BYTES : 0;
     // The ring, the consumers' D pieces, 1024 bytes to put them on a 1024-byte boundary (the swizzle's period,
     // and the same offsets in every block of a cluster), and 2 mbarriers a slot.
     static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8;
@@ -80,7 +63,6 @@ struct Cfg {
     static_assert(!PRODUCER_WG || 128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168,
                   "the block's register pool");
     static_assert(CLUSTER == 1 || PRODUCER_WG, "a cluster's blocks each have a producer warpgroup");
-    static_assert(!STREAM_K || (CLUSTER == 1 && PRODUCER_WG), "stream-K: one block's tiles, a producer warpgroup");
 };
 
 // A shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): the start
@@ -177,9 +159,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, in
 // The same tile through shared memory, in four 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a
 // warp (each a 16x16 block: matrices (rows +0, +8) x (columns +0, +8)) in the 128-byte swizzle (16-byte chunk c
 // of row r at c ^ (r % 8), so a matrix's 8 rows fill the 32 banks once), and its first thread stores it with one
-// TMA store, which clips D at M and N.  EPI_GROUP 1: the pieces alternate between two buffers, one barrier
-// pair and store each, and a buffer is rewritten once the store two pieces ago has read it; 4: all four
-// pieces into four buffers, then one barrier and four stores (whose reads the next tile's epilogue waits for).
+// TMA store, which clips D at M and N.  The pieces alternate between two buffers: a buffer is rewritten once the
+// store two pieces ago has read it.
 template <class C, class T, bool HAS_C>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t bufs, const CUtensorMap& map_d,
                                                int row0, int col0, int warp, int lane, int barrier, int M, int N,
@@ -189,11 +170,9 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t
     const idx_t row = row0 + 16 * warp + (lane >> 2);                // the rows it holds: row, row + 8
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-        const uint32_t buf = bufs + (p % C::BUFFERS) * C::PIECE_BYTES;
-        if (p % C::EPI_GROUP == 0) {
-            if (leader) tma::store_wait<C::EPI_GROUP == 1 ? 1 : 0, true>();
-            asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
-        }
+        const uint32_t buf = bufs + (p & 1) * C::PIECE_BYTES;
+        if (leader) tma::store_wait<1, true>();
+        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
 #pragma unroll
         for (int q = 0; q < 4; ++q) {   // 16-column blocks of the piece
             uint32_t v[4];
@@ -207,31 +186,22 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t
             const int chunk = 2 * q + (lane >> 4);
             stsm_x4(buf + r * 128 + ((chunk ^ (r & 7)) << 4), v);
         }
-        if (p % C::EPI_GROUP == C::EPI_GROUP - 1) {
-            async_copy::fence_async_shared();   // the pieces, visible to the copy engine
-            asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
-            if (leader) {
-#pragma unroll
-                for (int g = p + 1 - C::EPI_GROUP; g <= p; ++g)
-                    tma::store_2d(map_d, bufs + (g % C::BUFFERS) * C::PIECE_BYTES, col0 + 64 * g, row0);
-                tma::store_commit();
-            }
+        async_copy::fence_async_shared();   // the piece, visible to the copy engine
+        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+        if (leader) {
+            tma::store_2d(map_d, buf, col0 + 64 * p, row0);
+            tma::store_commit();
         }
     }
 }
 
-// The block's work, as segments (a tile, k-tiles ka .. kb - 1), in units of a cluster's CLUSTER x 1 tiles taken
+// The block's tiles, in units of a cluster's CLUSTER x 1 tiles: cluster number first, + stride, ..., each taken
 // apart in GROUP_M-grouped order; block `rank` of a cluster computes tile-row tmc * CLUSTER + rank (past M for
-// an odd last one: zeros in, nothing stored).  Whole tiles first: cluster number first, + stride, ... .  With
-// STREAM_K, only the full waves of tiles are dealt out whole; the k-tiles of the rest (fewer tiles than blocks,
-// which would leave blocks idle for a whole tile) are split evenly among all blocks, each a contiguous range
-// (stream-K, Osama et al., PPoPP 2023): a block's range ends in the first k-tiles of a tile (its "finisher",
-// which adds the partial sums of the blocks after it and stores D) and starts in the last k-tiles of another
-// (it stores its partial sums for that tile's finisher).
+// an odd last one: zeros in, nothing stored).
 template <class C>
 struct Work {
-    long long tiles_mc, tiles_n, tiles, first, whole_end, u, u_end, tile;
-    int stride, k_tiles, ka, kb;
+    long long tiles_mc, tiles_n, tiles, first, tile;
+    int stride, k_tiles;
     uint32_t rank;
     __device__ Work(int M, int N, int K) {
         tiles_mc = ((M - 1) / C::BM + C::CLUSTER) / C::CLUSTER;
@@ -241,26 +211,12 @@ struct Work {
         stride = gridDim.x / C::CLUSTER;
         k_tiles = (K - 1) / BK + 1;   // K >= 1; (K + BK - 1) would overflow near 2^31
         rank = blockIdx.x % C::CLUSTER;
-        whole_end = C::STREAM_K && tiles > stride ? tiles / stride * stride : tiles;
-        u = range(blockIdx.x);
-        u_end = range(blockIdx.x + 1);
     }
-    // Where block b's stream-K range starts, in k-tiles counted from the first shared tile's first.
-    __device__ long long range(long long b) const { return (tiles - whole_end) * k_tiles * b / gridDim.x; }
-    // The next segment into (tile, ka, kb); false when the block has no work left.
+    // The next tile into `tile`; false when the block has no work left.
     __device__ bool next() {
-        if (first < whole_end) {
-            tile = first;
-            first += stride;
-            ka = 0;
-            kb = k_tiles;
-            return true;
-        }
-        if (u >= u_end) return false;
-        tile = whole_end + u / k_tiles;
-        ka = int(u % k_tiles);
-        kb = int(min((long long)k_tiles, ka + (u_end - u)));
-        u += kb - ka;
+        if (first >= tiles) return false;
+        tile = first;
+        first += stride;
         return true;
     }
     __device__ void at(int& m0, int& n0) const {
@@ -271,9 +227,9 @@ struct Work {
     }
 };
 
-// The copies, k-tile after k-tile of the block's segments, each into the next slot of the ring once the
-// consumers of every block of the cluster have released it.  Counters are 32-bit and a segment is taken apart
-// once, so a refill is the wait and five copies.
+// The copies, k-tile after k-tile of the block's tiles, each into the next slot of the ring once the consumers
+// of every block of the cluster have released it.  Counters are 32-bit and a tile is taken apart once, so a
+// refill is the wait and five copies.
 template <class C>
 struct Loader {
     const CUtensorMap* map_a;
@@ -288,52 +244,26 @@ struct Loader {
     __device__ Loader(const CUtensorMap* a, const CUtensorMap* b, uint32_t ring_, uint64_t* full_, uint64_t* empty_,
                       const Work<C>& w_)
         : map_a(a), map_b(b), ring(ring_), full(full_), empty(empty_), w(w_) {
-        segment();
+        tile();
     }
-    __device__ void segment() {
+    __device__ void tile() {
         more_ = w.next();
-        if (more_) {
-            w.at(m0, n0);
-            k = w.ka;
-        }
+        if (more_) w.at(m0, n0);
+        k = 0;
     }
     __device__ bool more() const { return more_; }
     __device__ void next() {   // a fresh barrier's phase of parity 1 counts as complete: the first pass waits not
         async_copy::mbar_wait(&empty[s], phase ^ 1);
         tma::load_item<C>(*map_a, *map_b, ring + s * C::SLOT_BYTES, &full[s], k * BK, m0, n0, w.rank);
         if (++s == C::STAGES) s = 0, phase ^= 1;
-        if (++k == w.kb) segment();
+        if (++k == w.k_tiles) tile();
     }
 };
-
-// Stream-K's hand-over, per consumer warpgroup: its 64x256 fp32 partial tile in ws (thread t's accumulator i at
-// [i * 128 + t], so every access is coalesced), then flag = 1 with release semantics; the finisher's first
-// thread waits for the flag (acquire), clears it for the next launch, and the warpgroup adds the partial.
-__device__ __forceinline__ void save_partial(const float (&acc)[128], float* ws, int* flag, int t, int barrier) {
-#pragma unroll
-    for (int i = 0; i < 128; ++i) __stcg(ws + i * 128 + t, acc[i]);
-    asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
-    if (t == 0) {
-        __threadfence();
-        asm volatile("st.release.gpu.global.u32 [%0], %1;\n" :: "l"(flag), "r"(1) : "memory");
-    }
-}
-__device__ __forceinline__ void add_partial(float (&acc)[128], const float* ws, int* flag, int t, int barrier) {
-    if (t == 0) {
-        uint32_t ready = 0;
-        while (!ready) asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
-        *flag = 0;
-    }
-    asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
-#pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] += __ldcg(ws + i * 128 + t);
-}
 
 template <class C, class T>
 __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
                                            double alpha_, double beta_, const T* __restrict__ Cm, idx_t ldc,
-                                           T* __restrict__ D, idx_t ldd, const CUtensorMap* map_d, float* ws = nullptr,
-                                           int* flags = nullptr) {
+                                           T* __restrict__ D, idx_t ldd, const CUtensorMap* map_d) {
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
     const uint32_t pieces = ring + C::STAGES * C::SLOT_BYTES;   // the TMA-store epilogue's buffers
@@ -387,7 +317,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             w.at(m0, n0);
             float acc[128];
             uint32_t prev = 0;
-            for (int kt = 0; kt < w.kb - w.ka; ++kt) {
+            for (int kt = 0; kt < w.k_tiles; ++kt) {
                 async_copy::mbar_wait(&full[s], phase);
                 const uint32_t off = s * (C::SLOT_BYTES >> 4);
                 fence();
@@ -395,41 +325,19 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
                     mma<T>(acc, desc_a + off + 2 * kk, desc_b + off + 128 * kk, kt | kk);
                 commit();
-                if (C::WAIT == 1) {
-                    wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
-                    hold(acc);
-                    if (kt > 0) release(prev);
-                } else {
-                    wait<0>();   // this k-tile is done
-                    hold(acc);
-                    release(s);
-                }
+                wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
+                hold(acc);
+                if (kt > 0) release(prev);
                 prev = s;
                 if (++s == C::STAGES) s = 0, phase ^= 1;
             }
-            if (C::WAIT == 1) {
-                wait<0>();
-                hold(acc);
-                release(prev);
-            }
+            wait<0>();
+            hold(acc);
+            release(prev);
             const int row0 = m0 + 64 * c;
             if (row0 >= M) continue;   // a cluster's tile past M, or this warpgroup's half of it
-            if constexpr (C::STREAM_K) {
-                const int slot = blockIdx.x * C::CONSUMERS + c;   // this warpgroup's partial-sum slot
-                if (w.ka > 0) {   // the tile's first k-tiles are another block's: hand this part over
-                    save_partial(acc, ws + (size_t)slot * 128 * 128, &flags[slot], ctid & 127, 1 + c);
-                    continue;
-                }
-                // The blocks after this one whose ranges start inside this tile hold its other k-tiles.
-                const long long end = (w.tile - w.whole_end + 1) * w.k_tiles;
-                for (long long b = blockIdx.x + 1; w.kb < w.k_tiles && b < gridDim.x && w.range(b) < end; ++b) {
-                    if (w.range(b) == w.range(b + 1)) continue;   // an empty range
-                    const int from = int(b) * C::CONSUMERS + c;
-                    add_partial(acc, ws + (size_t)from * 128 * 128, &flags[from], ctid & 127, 1 + c);
-                }
-            }
             if constexpr (C::TMA_STORE) {
-                const uint32_t bufs = pieces + c * C::BUFFERS * C::PIECE_BYTES;
+                const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
                 if (beta != 0.0f)
                     store_tile_tma<C, T, true>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
                 else
@@ -467,16 +375,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, &map_d);                      \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
-// The stream-K form takes a workspace of 64x256 fp32 partial tiles and a flag per consumer warpgroup of the
-// grid (flags zero at launch; the kernel leaves them zero).
-#define WGMMA_SK_ENTRY(NAME, CFG, T, ATTR)                                                                   \
-    extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) ATTR                                      \
-    NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
-         int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd,  \
-         const __grid_constant__ CUtensorMap map_d, float* __restrict__ ws, int* flags) {                    \
-        gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, &map_d, ws, flags);           \
-    }                                                                                                        \
-    STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
 #define WGMMA_PAIR(ENTRY, NAME, CFG, ATTR)                                                                   \
     ENTRY(NAME##_f16, CFG, __half, ATTR)                                                                     \
     ENTRY(NAME##_bf16, CFG, __nv_bfloat16, ATTR)
@@ -488,18 +386,10 @@ using Specialized = Cfg<2, true, 4>;       // 128x256 tiles, a producer and two 
 WGMMA_PAIR(WGMMA_ENTRY, wgmma_ws, Specialized, )
 using Clustered = Cfg<2, true, 4, 2>;      // the same in clusters of 2 along M, B multicast
 WGMMA_PAIR(WGMMA_ENTRY, wgmma_cluster, Clustered, PAIRS_OF_2)
-using TmaStored = Cfg<2, true, 4, 2, true>;   // the same, D out through shared memory and TMA stores
-WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, PAIRS_OF_2)
+using TmaStored = Cfg<2, true, 4, 1, true>;   // the persistent form, D out through shared memory and TMA stores
+WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 
 #ifdef WGMMA_EXPLORE
-using NoCluster = Cfg<2, true, 4, 1, true>;   // cuda:15_wgmma without clusters (VARIANTS "nocluster")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_nocl, NoCluster, )
-using Full3 = Cfg<2, true, 3, 2, true, 4>;        // 3 slots, the whole tile staged at once ("full3")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_full3, Full3, PAIRS_OF_2)
-using Full3W0 = Cfg<2, true, 3, 2, true, 4, 0>;   // the same, each k-tile waited for at once ("full3w0")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_full3w0, Full3W0, PAIRS_OF_2)
-using W0 = Cfg<2, true, 4, 2, true, 1, 0>;        // cuda:15_wgmma, each k-tile waited for at once ("w0")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_w0, W0, PAIRS_OF_2)
-using StreamK = Cfg<2, true, 4, 1, true, 1, 1, true>;   // "nocluster" with stream-K for the last wave ("sk")
-WGMMA_PAIR(WGMMA_SK_ENTRY, x15_sk, StreamK, )
+using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
 #endif

@@ -230,7 +230,7 @@ def _wgmma_stage() -> list[Impl]:
         ("-ws", _wgmma("wgmma_ws_{pair}", **ws, persistent=False), "producer + two consumer warpgroups"),
         ("-persistent", _wgmma("wgmma_ws_{pair}", **ws), "warp-specialized, persistent"),
         ("-cluster", _wgmma("wgmma_cluster_{pair}", **ws, cluster=2), "persistent, clusters of 2, B multicast"),
-        ("", _wgmma("wgmma_tma_{pair}", **ws, cluster=2, d_box=(64, 64)), "clustered, TMA-store epilogue"),
+        ("", _wgmma("wgmma_tma_{pair}", **ws, d_box=(64, 64)), "persistent, TMA-store epilogue"),
     ]
     return [
         *(_tc_impl(f"cuda:{s.key}{suffix}", "cuda", s, HALF_IO, launch, _cuda_sources(src), f"{s.title} ({title})")
@@ -310,18 +310,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:15_wgmma": {     # without clusters; and with the tensor maps' L2 promotion at 128 bytes (Triton's)
-        "nocluster": _wgmma("x15_nocl_{pair}", 384, (128, 256), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                            aligned_only=True),
-        "l2_128": _wgmma("wgmma_tma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), l2_promotion=128),
-        "full3": _wgmma("x15_full3_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                       aligned_only=True),
-        "full3w0": _wgmma("x15_full3w0_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                       aligned_only=True),
-        "w0": _wgmma("x15_w0_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                       aligned_only=True),
-        "sk": _wgmma("x15_sk_{pair}", 384, (128, 256), d_box=(64, 64), stream_k=True, defines=("WGMMA_EXPLORE",),
-                     aligned_only=True),
+    "cuda:15_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (NOTES.md: no faster)
+        "cluster": _wgmma("x15_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+                          aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),

@@ -258,25 +258,20 @@ class CudaTypedLaunch(CudaLaunch):
 @dataclass(frozen=True)
 class CudaTmaLaunch(CudaTypedLaunch):
     """A kernel fed by the copy engine: A and B reach it as tensor maps (boxes of `a_box` and `b_box` elements,
-    rows x cols, 128-byte swizzle, L2 promotion of `l2_promotion` bytes).  With `persistent`, one block per
+    rows x cols, 128-byte swizzle).  With `persistent`, one block per
     resident slot walks D's tiles, in clusters of `cluster` blocks along M (the kernel's __cluster_dims__);
     otherwise one block per tile.  With `d_box` the kernel stores D by TMA too: its last parameter is D's tensor
-    map, in boxes of d_box.  With `stream_k` it also takes a workspace of fp32 partial tiles and a flag per consumer
-    warpgroup (`ws`, `flags`: 64 x tile[1] floats and one int32 each, allocated once per device and grid; the
-    kernel leaves the flags zero).  A tensor map needs 16-byte aligned starts and pitches, so any call with an
-    operand that is not goes to `unaligned`, a block-per-tile launch of the same stage or the one below."""
+    map, in boxes of d_box.  A tensor map needs 16-byte aligned starts and pitches, so any call with an operand
+    that is not goes to `unaligned`, a block-per-tile launch of the same stage or the one below."""
     a_box: tuple[int, int] = (128, 64)
     b_box: tuple[int, int] = (64, 64)
     cluster: int = 1
     persistent: bool = True
     d_box: tuple[int, int] | None = None
-    l2_promotion: int = 256
-    stream_k: bool = False
     unaligned: CudaTypedLaunch | None = None
 
     def params(self, entry: str = "") -> tuple:
-        return TMA_PARAMS + (params("map_d:tmap") if self.d_box else ()) + \
-            (params("ws:ptr flags:ptr") if self.stream_k else ())
+        return TMA_PARAMS + (params("map_d:tmap") if self.d_box else ())
 
     def plan(self, p, sms: int) -> tuple[str, ...]:
         return self.unaligned.plan(p, sms) if not _all_aligned16(p) else (self.entry_for(p),)
@@ -306,24 +301,10 @@ class CudaTmaLaunch(CudaTypedLaunch):
             if self.persistent else tiles
         maps = {"map_a": (a, self.a_box), "map_b": (b, self.b_box), **({"map_d": (out, self.d_box)} if self.d_box
                                                                           else {})}
-        extra = dict(zip(("ws", "flags"), _stream_k_buffers(a.device, blocks * self.tile[0] // 64, 64 * self.tile[1]))) \
-            if self.stream_k else {}
         return driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
-            M=M, N=N, K=K, alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0), **extra,
-            **{name: driver.tensor_map_2d(t, box, self.l2_promotion) for name, (t, box) in maps.items()}), a.device)
+            M=M, N=N, K=K, alpha=alpha, beta=beta, C=c, ldc=c.stride(0), D=out, ldd=out.stride(0),
+            **{name: driver.tensor_map_2d(t, box) for name, (t, box) in maps.items()}), a.device)
 
-
-_STREAM_K: dict = {}
-
-
-def _stream_k_buffers(device, slots: int, floats: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A stream-K kernel's workspace (`slots` partial tiles of `floats` fp32) and flags (zeros), kept per device
-    and size: the kernel clears every flag it waits on, so one pair serves every launch on the stream."""
-    key = (str(device), slots, floats)
-    if key not in _STREAM_K:
-        _STREAM_K[key] = (torch.empty(slots * floats, dtype=torch.float32, device=device),
-                          torch.zeros(slots, dtype=torch.int32, device=device))
-    return _STREAM_K[key]
 
 
 @dataclass(frozen=True)
