@@ -49,12 +49,9 @@ constexpr int BN = 256, BK = 64, GROUP_M = 8;
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
 // side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
 // straight from the accumulators).
-// LEAN (a tuning variant, WGMMA_EXPLORE): descriptors as a 32-bit low word under a constant high word, the full
-// barrier by shared address, and each warp storing its own 16 rows of a piece (no named barriers).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, bool LEAN_ = false>
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
-    static constexpr bool LEAN = LEAN_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
@@ -205,40 +202,6 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t
     }
 }
 
-// LEAN: the same, each warp on its own: its 16 rows of a piece, one TMA store of a 16x64 box by its lane 0.
-template <class C, class T, bool HAS_C>
-__device__ __forceinline__ void store_tile_tma_warp(const float (&acc)[128], uint32_t bufs, const CUtensorMap& map_d,
-                                                    int row0, int col0, int warp, int lane, int M, int N, float alpha,
-                                                    float beta, const T* __restrict__ Cm, idx_t ldc) {
-    const int r = 8 * ((lane >> 3) & 1) + (lane & 7);   // the row this lane addresses, in the warp's 16
-    const idx_t row = row0 + 16 * warp + (lane >> 2);
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-        const uint32_t buf = bufs + (p & 1) * C::PIECE_BYTES + warp * 16 * 128;
-        if (lane == 0) tma::store_wait<1, true>();
-        __syncwarp();
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            uint32_t v[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int j = 8 * p + 2 * q + (i >> 1), h = i & 1;
-                const float2 e = epilogue_pair<T, HAS_C>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], alpha, beta, Cm,
-                                                         ldc, row + 8 * h, col0 + 8 * j + 2 * (lane & 3), M, N);
-                v[i] = Elem<T>::pack(e.x, e.y);
-            }
-            const int chunk = 2 * q + (lane >> 4);
-            stsm_x4(buf + r * 128 + ((chunk ^ (r & 7)) << 4), v);
-        }
-        async_copy::fence_async_shared();
-        __syncwarp();
-        if (lane == 0) {
-            tma::store_2d(map_d, buf, col0 + 64 * p, row0 + 16 * warp);
-            tma::store_commit();
-        }
-    }
-}
-
 // The block's tiles, in units of a cluster's CLUSTER x 1 tiles: cluster number first, + stride, ..., each taken
 // apart in GROUP_M-grouped order; block `rank` of a cluster computes tile-row tmc * CLUSTER + rank (past M for
 // an odd last one: zeros in, nothing stored).
@@ -344,8 +307,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         // This consumer's 64 rows of A and all of B, in slot 0; a slot, a k16 step, move the start address.
         const uint64_t desc_a = descriptor(ring + c * 64 * 128, 16, 1024);
         const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
-        const uint32_t a_lo = uint32_t(desc_a), b_lo = uint32_t(desc_b), full_at = async_copy::smem_u32(full);
-        const uint64_t hi = desc_a & ~0xFFFFFFFFull;   // LEAN: stride offset and swizzle, the same for A and B
         // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
         // cluster (lane r for block r).
         auto release = [&](uint32_t s) {
@@ -364,15 +325,12 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             float acc[128];
             uint32_t prev = 0;
             for (int kt = 0; kt < w.k_tiles; ++kt) {
-                if (C::LEAN) async_copy::mbar_wait(full_at + 8 * s, phase);
-                else async_copy::mbar_wait(&full[s], phase);
+                async_copy::mbar_wait(&full[s], phase);
                 const uint32_t off = s * (C::SLOT_BYTES >> 4);
                 fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
-                    if (C::LEAN) mma<T>(acc, hi | (a_lo + off + 2 * kk), hi | (b_lo + off + 128 * kk), kt | kk);
-                    else mma<T>(acc, desc_a + off + 2 * kk, desc_b + off + 128 * kk, kt | kk);
-                }
+                for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
+                    mma<T>(acc, desc_a + off + 2 * kk, desc_b + off + 128 * kk, kt | kk);
                 commit();
                 wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
                 hold(acc);
@@ -387,11 +345,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             if (row0 >= M) continue;   // a cluster's tile past M, or this warpgroup's half of it
             if constexpr (C::TMA_STORE) {
                 const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
-                if (C::LEAN && beta != 0.0f)
-                    store_tile_tma_warp<C, T, true>(acc, bufs, *map_d, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc);
-                else if (C::LEAN)
-                    store_tile_tma_warp<C, T, false>(acc, bufs, *map_d, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc);
-                else if (beta != 0.0f)
+                if (beta != 0.0f)
                     store_tile_tma<C, T, true>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
                 else
                     store_tile_tma<C, T, false>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
@@ -402,8 +356,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                     store_tile<T, false>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
             }
         }
-        if (C::TMA_STORE && (C::LEAN ? lane : tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive
-                                                                                                // their last store
+        if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
     // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
     if (C::CLUSTER > 1) tma::cluster_sync();
@@ -446,6 +399,4 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-using LeanTma = Cfg<2, true, 4, 1, true, true>;   // cuda:15_wgmma with LEAN ("lean")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_lean, LeanTma, )
 #endif

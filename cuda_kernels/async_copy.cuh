@@ -62,17 +62,15 @@ __device__ __forceinline__ void mbar_arrive_on_copies(uint64_t* bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(smem_u32(bar)) : "memory");
 }
 
-// Blocks until the phase with this parity has completed (acquire: what the arrivers wrote is visible).  The
-// barrier by its shared-memory address, or by pointer.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
+// Blocks until the phase with this parity has completed (acquire: what the arrivers wrote is visible).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
     uint32_t done;
     do {
         asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                      " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
     } while (!done);
 }
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) { mbar_wait(smem_u32(bar), parity); }
 
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, bulk copies).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
