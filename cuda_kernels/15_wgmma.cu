@@ -49,11 +49,9 @@ constexpr int BN = 256, BK = 64, GROUP_M = 8;
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
 // side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
 // straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false,
-          bool UNIFORM_ = false>
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
-    static constexpr bool UNIFORM = UNIFORM_;   // (WGMMA_EXPLORE) the consumer's index a compile-time constant
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
@@ -304,10 +302,8 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         if (!C::PRODUCER_WG && tid == 0)
             for (int i = 0; i < C::STAGES && load.more(); ++i) load.next();
 
-        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), warp = (ctid >> 5) & 3, lane = tid & 31;
+        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
         const float alpha = (float)alpha_, beta = (float)beta_;
-        auto consume = [&](auto cw) {
-        const int c = decltype(cw)::value >= 0 ? decltype(cw)::value : ctid >> 7;
         // This consumer's 64 rows of A and all of B, in slot 0; a slot, a k16 step, move the start address.
         const uint64_t desc_a = descriptor(ring + c * 64 * 128, 16, 1024);
         const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
@@ -360,13 +356,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                     store_tile<T, false>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
             }
         }
-        };
-        if constexpr (C::UNIFORM) {
-            if (ctid < 128) consume(std::integral_constant<int, 0>{});
-            else consume(std::integral_constant<int, 1>{});
-        } else {
-            consume(std::integral_constant<int, -1>{});
-        }
         if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
     // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
@@ -410,6 +399,4 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-using UniformTma = Cfg<2, true, 4, 1, true, true>;   // cuda:15_wgmma, one consumer body per warpgroup ("uniform")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_unif, UniformTma, )
 #endif
