@@ -19,8 +19,8 @@
 // Changed:     stage 13 feeds mma.sync m16n8k16 from ldmatrix (4 ldmatrix and 16 mma.sync per warp and k16 step
 //              of a 64x64 tile); here one instruction per warpgroup does 64x256x16, operands never in registers.
 // Why faster:  the issue slots stage 13 spends on ldmatrix and mma.sync are free, so the tensor pipe runs near
-//              its peak; the copy engine does the address work; the TMA-store epilogue (4 stmatrix and one
-//              store per 64x64 piece, against 32 scalar stores a thread) gives the tensor pipe back sooner.
+//              its peak; the copy engine does the address work; the TMA-store epilogue (per 64x64 piece, 4
+//              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast halves a block's L2 reads of B, but measured no faster (NOTES.md, "Stage 15").
 // Measured:    H100 SXM, the sweep of 417775d, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
 //              stage 13's TMA form 471.7 (64%; 83%) -> -1wg 468.7 (64%; 56%: one warpgroup waits on its own
