@@ -49,11 +49,9 @@ constexpr int BN = 256, BK = 64, GROUP_M = 8;
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
 // side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
 // straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false,
-          bool VOTE_ = false>
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
-    static constexpr bool VOTE = VOTE_;   // (WGMMA_EXPLORE) the epilogue's skip decided by a warp vote
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
@@ -344,8 +342,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             hold(acc);
             release(prev);
             const int row0 = m0 + 64 * c;
-            if (C::VOTE ? __all_sync(0xffffffffu, row0 >= M) : row0 >= M) continue;   // a cluster's tile past M, or
-                                                                                       // this warpgroup's half of it
+            if (row0 >= M) continue;   // a cluster's tile past M, or this warpgroup's half of it
             if constexpr (C::TMA_STORE) {
                 const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
                 if (beta != 0.0f)
@@ -402,6 +399,4 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-using VoteTma = Cfg<2, true, 4, 1, true, true>;   // cuda:15_wgmma, its epilogue skip a warp vote ("vote")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_vote, VoteTma, )
 #endif
