@@ -49,8 +49,7 @@ constexpr int BN = 256, BK = 64, GROUP_M = 8;
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
 // side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
 // straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false,
-          int EXTRA_SMEM_ = 0>
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
@@ -63,7 +62,7 @@ struct Cfg {
     static constexpr int PIECES_BYTES = TMA_STORE ? 2 * CONSUMERS * PIECE_BYTES : 0;
     // The ring, the consumers' D pieces, 1024 bytes to put them on a 1024-byte boundary (the swizzle's period,
     // and the same offsets in every block of a cluster), and 2 mbarriers a slot.
-    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8 + EXTRA_SMEM_;
+    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8;
     static_assert(SMEM_BYTES <= 227 * 1024, "an SM's shared memory");
     // setmaxnreg moves registers within the block's launch pool (THREADS x 168 at 384 threads).
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -400,6 +399,4 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-using BigSmem = Cfg<2, true, 4, 1, false, 32768>;   // -persistent with 32 KiB more shared memory, unused ("bigsmem")
-WGMMA_PAIR(WGMMA_ENTRY, x15_bigsmem, BigSmem, )
 #endif
