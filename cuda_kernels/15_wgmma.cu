@@ -21,7 +21,8 @@
 // Why faster:  the issue slots stage 13 spends on ldmatrix and mma.sync are free, so the tensor pipe runs near
 //              its peak; the copy engine does the address work; the TMA-store epilogue (per 64x64 piece, 4
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
-//              Multicast halves a block's L2 reads of B, but measured no faster (NOTES.md, "Stage 15").
+//              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
+//              ncu: L2 bytes 1.50 -> 1.43 GB in all), and measured no faster (NOTES.md, "Eleventh session").
 // Measured:    H100 SXM, the sweep of 417775d, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
 //              stage 13's TMA form 471.7 (64%; 83%) -> -1wg 468.7 (64%; 56%: one warpgroup waits on its own
 //              wgmmas) -> -ws 636.7 (87%; 80%: two consumers keep the pipe fed) -> -persistent 645.8 (88%; 82%)

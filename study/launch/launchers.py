@@ -306,7 +306,6 @@ class CudaTmaLaunch(CudaTypedLaunch):
             **{name: driver.tensor_map_2d(t, box) for name, (t, box) in maps.items()}), a.device)
 
 
-
 @dataclass(frozen=True)
 class CudaDispatch:
     """Tile shapes of one kernel, largest first: a call takes the largest whose grid still gives every SM a
