@@ -45,18 +45,16 @@
 
 namespace {
 
-#ifndef WGMMA_GROUP_M
-#define WGMMA_GROUP_M 8
-#endif
-constexpr int BN = 256, BK = 64, GROUP_M = WGMMA_GROUP_M;
+// GROUP_M 16: a wave of 132 tiles covers about 16 x 8 of them (2048 x 2112 of D), whose operands are the fewest
+// bytes of any grouping (8: 1024 x 4224).  Measured a little faster than 8 (NOTES.md, "Twelfth session").
+constexpr int BN = 256, BK = 64, GROUP_M = 16;
 
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
 // side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
 // straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int SKEW_ = 0,
-          int JITTER_ = 0>
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
 struct Cfg {
-    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, SKEW = SKEW_, JITTER = JITTER_;
+    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * CONSUMERS;
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
@@ -324,20 +322,12 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         };
         uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
         Work<C> w = work;
-        // Explore (SKEW): consumer 1 starts SKEW k-tiles after consumer 0, so their epilogues need not coincide.
-        int issued = 0;
-        bool gated = C::SKEW == 0;
-        if (C::JITTER > 0) __nanosleep((blockIdx.x * 37u % 16u) * C::JITTER);
         while (w.next()) {
             int m0, n0;
             w.at(m0, n0);
             float acc[128];
             uint32_t prev = 0;
             for (int kt = 0; kt < w.k_tiles; ++kt) {
-                if (C::SKEW > 0 && !gated && c == 1) {
-                    asm volatile("bar.sync 3, 256;\n" ::: "memory");
-                    gated = true;
-                }
                 async_copy::mbar_wait(&full[s], phase);
                 const uint32_t off = s * (C::SLOT_BYTES >> 4);
                 fence();
@@ -345,10 +335,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
                     mma<T>(acc, desc_a + off + 2 * kk, desc_b + off + 128 * kk, kt | kk);
                 commit();
-                if (C::SKEW > 0 && !gated && c == 0 && ++issued == C::SKEW) {
-                    asm volatile("bar.arrive 3, 256;\n" ::: "memory");
-                    gated = true;
-                }
                 wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
                 hold(acc);
                 if (kt > 0) release(prev);
@@ -373,7 +359,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                     store_tile<T, false>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
             }
         }
-        if (C::SKEW > 0 && !gated && c == 0 && issued > 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
         if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
     // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
@@ -417,10 +402,4 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-using Skew1 = Cfg<2, true, 4, 1, true, 1>;   // consumer 1 a k-tile behind consumer 0 ("skew1")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_skew1, Skew1, )
-using Skew2 = Cfg<2, true, 4, 1, true, 2>;   // two k-tiles behind ("skew2")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_skew2, Skew2, )
-using Jitter = Cfg<2, true, 4, 1, true, 0, 64>;   // blocks start 0-960 ns apart ("jitter")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_jitter, Jitter, )
 #endif

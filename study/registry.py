@@ -313,10 +313,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     "cuda:15_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (NOTES.md: no faster)
         "cluster": _wgmma("x15_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                           aligned_only=True),
-        **{name: _wgmma(f"x15_{name}_{{pair}}", 384, (128, 256), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                        aligned_only=True) for name in ("skew1", "skew2", "jitter")},
-        **{f"g{g}": _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), defines=(f"WGMMA_GROUP_M={g}",),
-                           aligned_only=True) for g in (4, 16)},
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),

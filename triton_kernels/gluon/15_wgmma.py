@@ -61,7 +61,7 @@ tma_ok, _sm_count = _triton13.tma_ok, _triton13._sm_count
 
 # 128x256 tiles (two consumer warpgroups of 64x256), BK 64, a ring of 4 slots of 48 KiB; the epilogue moves
 # [64, EPI_N] pieces (8 KiB a buffer).  num_warps is the default partition's: consumer warpgroup 0.
-META = dict(BM=128, BN=256, BK=64, EPI_N=64, STAGES=4, GROUP_M=8, num_warps=4)
+META = dict(BM=128, BN=256, BK=64, EPI_N=64, STAGES=4, GROUP_M=16, num_warps=4)
 # Registers: 1 + 4 + 4 warps round up to 3 warpgroups (384 threads); 168 a thread at launch is 64512 of the
 # SM's 65536.  setmaxnreg then gives the loader's warpgroup 40 and each consumer 232 (128 x (40 + 2 x 232)
 # = 64512), the CUDA stage's split; a 64x256 fp32 accumulator is 128 registers a thread.
