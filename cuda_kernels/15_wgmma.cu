@@ -22,13 +22,13 @@
 //              its peak; the copy engine does the address work; the TMA-store epilogue (per 64x64 piece, 4
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
-//              ncu: L2 bytes 1.50 -> 1.43 GB in all), and measured no faster (NOTES.md, "Eleventh session").
-// Measured:    H100 SXM, the sweep of 417775d, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
-//              stage 13's TMA form 471.7 (64%; 83%) -> -1wg 468.7 (64%; 56%: one warpgroup waits on its own
-//              wgmmas) -> -ws 636.7 (87%; 80%: two consumers keep the pipe fed) -> -persistent 645.8 (88%; 82%)
-//              -> -cluster 647.0 (88%; 82%, L2 bytes 1.50 -> 1.43 GB) -> with the TMA-store epilogue instead,
-//              cuda:15_wgmma.  Measured: 717.0 TFLOP/s fp16 at 4096^3 (97.7%; 94.1%, cuBLAS's 94.8%), 643.2 at
-//              8192^3 (100.9%); bf16 738.6 (99.6%) and 663.6 (97.4%).
+//              ncu: L2 bytes 1.48 -> 1.39 GB in all), and measured no faster (NOTES.md, "Eleventh session").
+// Measured:    H100 SXM, the sweep of b7f1365, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
+//              stage 13's TMA form 479.0 (64%; 83%) -> -1wg 488.7 (66%; 56%: one warpgroup waits on its own
+//              wgmmas) -> -ws 654.6 (88%; 80%: two consumers keep the pipe fed) -> -persistent 665.7 (89%; 82%)
+//              -> -cluster 667.4 (90%; 82%, L2 bytes 1.48 -> 1.39 GB) -> with the TMA-store epilogue instead,
+//              cuda:15_wgmma.  Measured: 741.4 TFLOP/s fp16 at 4096^3 (99.4%; 94.1%, cuBLAS's 95.0%), 661.0 at
+//              8192^3 (100.1%); bf16 758.7 (100.0%) and 684.9 (96.7%).  H200 (reports/h200): 98.4-99.7%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call
@@ -167,8 +167,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, in
 
 // The same tile through shared memory, in four 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a
 // warp (each a 16x16 block: matrices (rows +0, +8) x (columns +0, +8)) in the 128-byte swizzle (16-byte chunk c
-// of row r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 113k
-// conflicts on 378k store wavefronts at 4096^3 fp16, Gluon's epilogue 9k on 321k: not explained), and its
+// of row r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 129k
+// conflicts on 395k store wavefronts at 4096^3 fp16, Gluon's epilogue 14k on 328k: not explained), and its
 // first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two buffers: a buffer is rewritten once the
 // store two pieces ago has read it.
 template <class C, class T, bool HAS_C>

@@ -114,7 +114,18 @@ def _summary(d: Path, df: pd.DataFrame, stale: set | None) -> dict:
             "stale": None if stale is None else len(stale), "gpu": _gpu(df, load_json(d / "environment.json"), None),
             "commits": ", ".join(sorted(set(df["commit"]))) if "commit" in df else "",
             "dates": f"{dates[0]} to {dates[-1]}" if dates and dates[0] != dates[-1] else (dates[0] if dates else ""),
-            "profile": (d / "profile.csv").exists(), "missing": 0}
+            "profile": _profile_coverage(d / "profile.csv"), "missing": 0}
+
+
+def _profile_coverage(path: Path) -> str:
+    """"all", "none", or "n of m calls": how much of the default ncu profile (study.profile) path holds."""
+    if not path.exists():
+        return "none"
+    from study.measure import ncu
+    wanted = {tuple(map(str, c)) for c in ncu.cases(ncu.DEFAULT_N, ncu.DEFAULT_RAGGED)}
+    have = set(map(tuple, pd.read_csv(path)[["impl", "dtype", "M", "N", "K"]].astype(str).values))
+    done = len(wanted & have)
+    return "all" if done == len(wanted) else f"{done} of {len(wanted)} calls"
 
 
 def render_landing(root: Path, stale: dict | None = None) -> Path:
