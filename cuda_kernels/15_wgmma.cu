@@ -45,8 +45,9 @@
 
 namespace {
 
-// GROUP_M 16: a wave of 132 tiles covers about 16 x 8 of them (2048 x 2112 of D), whose operands are the fewest
-// bytes of any grouping (8: 1024 x 4224).  Measured a little faster than 8 (NOTES.md, "Twelfth session").
+// GROUP_M 16: a wave of 132 tiles covers about 16 x 8 of them (2048 x 2112 of D), whose operands are fewer bytes
+// than with 8 (1024 x 4224) or 32 (4096 x 1056).  ncu at 4096^3 fp16: DRAM reads 0.187 -> 0.148 GB; the probe:
+// 0.3-2.3 points faster at three of the four target points (NOTES.md, "Twelfth session").
 constexpr int BN = 256, BK = 64, GROUP_M = 16;
 
 // CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(256, 1) bench(long long iters, unsigned long l
     const uint64_t da = TA ? desc(A, 8192, 1024) : desc(A, 16, 1024);
     const uint64_t db = TB ? desc(B, 8192, 1024) : desc(B, 16, 1024);
     const uint64_t step_a = TA ? 128 : 2, step_b = TB ? 128 : 2;     // one k16 step, in 16-byte units
-    const uint64_t half_b = TB ? 1024 : 1024;                         // columns 128.. (N = 128 twice)
+    const uint64_t half_b = 1024;   // B's columns 128..255 start 16 KiB on in either layout (N = 128, twice)
     float acc[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
@@ -80,12 +80,8 @@ __global__ void __launch_bounds__(256, 1) bench(long long iters, unsigned long l
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            if (N == 256) {
-                mma<N, TA, TB>(acc, da + step_a * kk, db + step_b * kk);
-            } else {
-                mma<N, TA, TB>(acc, da + step_a * kk, db + step_b * kk);
-                mma<N, TA, TB>(acc + 64, da + step_a * kk, db + half_b + step_b * kk);
-            }
+            mma<N, TA, TB>(acc, da + step_a * kk, db + step_b * kk);
+            if (N == 128) mma<N, TA, TB>(acc + 64, da + step_a * kk, db + half_b + step_b * kk);
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");

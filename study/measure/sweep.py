@@ -310,8 +310,5 @@ def check(report_dir: Path) -> list[str]:
     if not profile.exists():
         problems.append(f"{profile}: no ncu profile (python -m study.profile --out {report_dir})")
     else:
-        with profile.open(newline="") as f:
-            profiled = {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) for r in csv.DictReader(f)}
-        problems += [f"not profiled: {' '.join(map(str, c))}" for c in ncu.cases(ncu.DEFAULT_N, ncu.DEFAULT_RAGGED)
-                     if tuple(c) not in profiled]
+        problems += [f"not profiled: {' '.join(map(str, c))}" for c in ncu.unprofiled(profile)[0]]
     return problems

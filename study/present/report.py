@@ -122,10 +122,8 @@ def _profile_coverage(path: Path) -> str:
     if not path.exists():
         return "none"
     from study.measure import ncu
-    wanted = {tuple(map(str, c)) for c in ncu.cases(ncu.DEFAULT_N, ncu.DEFAULT_RAGGED)}
-    have = set(map(tuple, pd.read_csv(path)[["impl", "dtype", "M", "N", "K"]].astype(str).values))
-    done = len(wanted & have)
-    return "all" if done == len(wanted) else f"{done} of {len(wanted)} calls"
+    missing, wanted = ncu.unprofiled(path)
+    return f"{wanted - len(missing)} of {wanted} calls" if missing else "all"
 
 
 def render_landing(root: Path, stale: dict | None = None) -> Path:
