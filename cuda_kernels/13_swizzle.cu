@@ -315,7 +315,7 @@ __device__ __forceinline__ void gemm_swizzle(int M, int N, int K, double alpha_,
 template <int BN_, int STAGES_, int CLUSTER_>
 struct TmaCfg : Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false> {
     using Base = Cfg<128, BN_, 64, 2, BN_ / 64, STAGES_, 8, false>;
-    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, BOXES = BN_ / 64 / CLUSTER_;
+    static constexpr int CLUSTER = CLUSTER_, B_BOX_BYTES = 64 * 64 * 2, B_BOXES = BN_ / 64;
     static constexpr int ALL_THREADS = Base::THREADS + 128;                        // + the producer warpgroup
     // Dynamic shared memory: the ring, 1024 bytes to put it on a 1024-byte boundary, and the full, empty and
     // peer_free mbarriers of each slot (gemm_swizzle_tma).

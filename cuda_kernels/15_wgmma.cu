@@ -48,20 +48,21 @@ namespace {
 // GROUP_M 16: a wave of 132 tiles covers about 16 x 8 of them (2048 x 2112 of D), whose operands are fewer bytes
 // than with 8 (1024 x 4224) or 32 (4096 x 1056).  ncu at 4096^3 fp16: DRAM reads 0.187 -> 0.148 GB; the probe:
 // 0.3-2.3 points faster at three of the four target points (NOTES.md, "Twelfth session").
-constexpr int BN = 256, BK = 64, GROUP_M = 16;
+constexpr int BK = 64, GROUP_M = 16;
 
-// CONSUMERS warpgroups of 64 rows each; PRODUCER_WG: a separate warpgroup issues the copies; CLUSTER blocks
-// side by side in M share B by multicast; TMA_STORE: D leaves through shared memory and TMA stores (else
-// straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false>
+// CONSUMERS warpgroups of 64 x WG_M rows each (WG_M wgmmas of m64nBN a k16 step); PRODUCER_WG: a separate
+// warpgroup issues the copies; CLUSTER blocks side by side in M share B by multicast; TMA_STORE: D leaves
+// through shared memory and TMA stores (else straight from the accumulators).
+template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int BN_ = 256,
+          int WG_M_ = 1>
 struct Cfg {
-    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_;
+    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, BN = BN_, WG_M = WG_M_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
-    static constexpr int BM = 64 * CONSUMERS;
+    static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
     static constexpr int B_BOX_BYTES = 64 * 64 * 2;     // one box of B: 64 k-rows x 64 n (128 bytes a row)
-    static constexpr int BOXES = BN / 64 / CLUSTER;     // the boxes of B this block copies (tma::load_item)
+    static constexpr int B_BOXES = BN / 64;             // B's boxes in a slot (tma::load_item)
     static constexpr int PIECE_BYTES = 64 * 64 * 2;     // a 64x64 piece of D (TMA_STORE: two per consumer)
     static constexpr int PIECES_BYTES = TMA_STORE ? 2 * CONSUMERS * PIECE_BYTES : 0;
     // The ring, the consumers' D pieces, 1024 bytes to put them on a 1024-byte boundary (the swizzle's period,
@@ -89,32 +90,36 @@ template <int N>
 __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 
 // Registers an in-flight wgmma writes must stay put until its wait: this empty asm "modifies" them after it.
-__device__ __forceinline__ void hold(float (&r)[128]) {
+template <int N>
+__device__ __forceinline__ void hold(float (&r)[N]) {
 #pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
 }
 
-// d (+)= a b: m64n256k16, fp32 accumulators; a K-major, b N-major (imm-trans-b = 1), both in shared memory.
-__device__ __forceinline__ void mma_f16(float (&d)[128], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(a), "l"(b), "r"(accumulate));
-}
+// d (+)= a b: m64nNk16 (N 256 or 192), fp32 accumulators (N / 2 a thread); a K-major, b N-major (imm-trans-b =
+// 1), both in shared memory.  TYPES: the input types' suffix of the instruction.
+#define WGMMA_ASM_256(TYPES)                                                                                  \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n wgmma.mma_async.sync.aligned.m64n256k16.f32" TYPES \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"                                                  \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+                 : "l"(a), "l"(b), "r"(accumulate))
+#define WGMMA_ASM_192(TYPES)                                                                                  \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n wgmma.mma_async.sync.aligned.m64n192k16.f32" TYPES \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 1;\n}\n"                                                    \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]) \
+                 : "l"(a), "l"(b), "r"(accumulate))
 
-__device__ __forceinline__ void mma_bf16(float (&d)[128], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(a), "l"(b), "r"(accumulate));
-}
-
-template <class T>
-__device__ __forceinline__ void mma(float (&d)[128], uint64_t a, uint64_t b, int accumulate) {
-    if constexpr (std::is_same<T, __half>::value) mma_f16(d, a, b, accumulate);
-    else mma_bf16(d, a, b, accumulate);
+template <class T, int N>
+__device__ __forceinline__ void mma(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate) {
+    static_assert(N == 256 || N == 192, "the wgmma shapes this file spells out");
+    constexpr bool f16 = std::is_same<T, __half>::value;
+    if constexpr (N == 256) {
+        if constexpr (f16) WGMMA_ASM_256(".f16.f16");
+        else WGMMA_ASM_256(".bf16.bf16");
+    } else {
+        if constexpr (f16) WGMMA_ASM_192(".f16.f16");
+        else WGMMA_ASM_192(".bf16.bf16");
+    }
 }
 // stmatrix.x4: four 8x8 b16 matrices to shared memory, the mirror of ldmatrix (mma_sync.cuh's ldsm_x4): lane
 // 4g + t gives elements (g, 2t) and (g, 2t + 1) of matrix i in r[i], and lanes 8i .. 8i + 7 the addresses of
@@ -142,11 +147,11 @@ __device__ __forceinline__ float2 epilogue_pair(float v0, float v1, float alpha,
     return make_float2(v0, v1);
 }
 
-// One consumer warpgroup's 64x256 tile of D from its accumulators: lane 4g + t of warp w holds rows 16w + g and
-// 16w + g + 8, columns 8j + 2t and 8j + 2t + 1 in acc[4j], acc[4j + 1] and acc[4j + 2], acc[4j + 3] (PTX ISA,
-// wgmma's accumulator fragment), stored as pairs.  row0: the warpgroup's first row.
-template <class T, bool HAS_C>
-__device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, int col0, int warp, int lane, int M,
+// A 64 x (2 ACC) tile of D from one m64 block of a consumer warpgroup's accumulators: lane 4g + t of warp w
+// holds rows 16w + g and 16w + g + 8, columns 8j + 2t and 8j + 2t + 1 in acc[4j], acc[4j + 1] and acc[4j + 2],
+// acc[4j + 3] (PTX ISA, wgmma's accumulator fragment), stored as pairs.  row0: the block's first row.
+template <class T, bool HAS_C, int ACC>
+__device__ __forceinline__ void store_tile(const float (&acc)[ACC], int row0, int col0, int warp, int lane, int M,
                                            int N, float alpha, float beta, const T* __restrict__ Cm, idx_t ldc,
                                            T* __restrict__ D, idx_t ldd) {
 #pragma unroll
@@ -154,7 +159,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, in
         const idx_t row = row0 + 16 * warp + (lane >> 2) + 8 * h;
         if (row >= M) continue;
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
+        for (int j = 0; j < ACC / 4; ++j) {
             const int col = col0 + 8 * j + 2 * (lane & 3);
             const float2 v = epilogue_pair<T, HAS_C>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], alpha, beta, Cm, ldc,
                                                      row, col, M, N);
@@ -166,22 +171,24 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], int row0, in
     }
 }
 
-// The same tile through shared memory, in four 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a
+// The same tile through shared memory, in 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a
 // warp (each a 16x16 block: matrices (rows +0, +8) x (columns +0, +8)) in the 128-byte swizzle (16-byte chunk c
 // of row r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 129k
 // conflicts on 395k store wavefronts at 4096^3 fp16, Gluon's epilogue 14k on 328k: not explained), and its
-// first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two buffers: a buffer is rewritten once the
-// store two pieces ago has read it.
-template <class C, class T, bool HAS_C>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[128], uint32_t bufs, const CUtensorMap& map_d,
-                                               int row0, int col0, int warp, int lane, int barrier, int M, int N,
-                                               float alpha, float beta, const T* __restrict__ Cm, idx_t ldc) {
+// first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two
+// buffers (`first`: the parity of this tile's first), and a buffer is rewritten once the store two pieces ago
+// has read it.
+template <class C, class T, bool HAS_C, int ACC>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC], uint32_t bufs, int first,
+                                               const CUtensorMap& map_d, int row0, int col0, int warp, int lane,
+                                               int barrier, int M, int N, float alpha, float beta,
+                                               const T* __restrict__ Cm, idx_t ldc) {
     const bool leader = (threadIdx.x & 127) == 0;
     const int r = 16 * warp + 8 * ((lane >> 3) & 1) + (lane & 7);   // the row this lane addresses
     const idx_t row = row0 + 16 * warp + (lane >> 2);                // the rows it holds: row, row + 8
 #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-        const uint32_t buf = bufs + (p & 1) * C::PIECE_BYTES;
+    for (int p = 0; p < ACC / 32; ++p) {
+        const uint32_t buf = bufs + ((first + p) & 1) * C::PIECE_BYTES;
         if (leader) tma::store_wait<1, true>();
         asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
 #pragma unroll
@@ -216,7 +223,7 @@ struct Work {
     uint32_t rank;
     __device__ Work(int M, int N, int K) {
         tiles_mc = ((M - 1) / C::BM + C::CLUSTER) / C::CLUSTER;
-        tiles_n = (N - 1) / BN + 1;
+        tiles_n = (N - 1) / C::BN + 1;
         tiles = tiles_mc * tiles_n;
         first = blockIdx.x / C::CLUSTER;
         stride = gridDim.x / C::CLUSTER;
@@ -234,7 +241,7 @@ struct Work {
         int tmc, tn;
         tile_of<GROUP_M / C::CLUSTER>(tile, tiles_mc, tiles_n, tmc, tn);
         m0 = (tmc * C::CLUSTER + rank) * C::BM;
-        n0 = tn * BN;
+        n0 = tn * C::BN;
     }
 };
 
@@ -308,8 +315,9 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
 
         const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
         const float alpha = (float)alpha_, beta = (float)beta_;
-        // This consumer's 64 rows of A and all of B, in slot 0; a slot, a k16 step, move the start address.
-        const uint64_t desc_a = descriptor(ring + c * 64 * 128, 16, 1024);
+        // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
+        // of 128 bytes: 512 units) move the start address.
+        const uint64_t desc_a = descriptor(ring + c * C::WG_M * 64 * 128, 16, 1024);
         const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
         // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
         // cluster (lane r for block r).
@@ -326,7 +334,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         while (w.next()) {
             int m0, n0;
             w.at(m0, n0);
-            float acc[128];
+            float acc[C::WG_M][C::ACC];
             uint32_t prev = 0;
             for (int kt = 0; kt < w.k_tiles; ++kt) {
                 async_copy::mbar_wait(&full[s], phase);
@@ -334,30 +342,40 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
-                    mma<T>(acc, desc_a + off + 2 * kk, desc_b + off + 128 * kk, kt | kk);
+#pragma unroll
+                    for (int mi = 0; mi < C::WG_M; ++mi)
+                        mma<T, C::BN>(acc[mi], desc_a + off + 2 * kk + 512 * mi, desc_b + off + 128 * kk, kt | kk);
                 commit();
                 wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
-                hold(acc);
+#pragma unroll
+                for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
                 if (kt > 0) release(prev);
                 prev = s;
                 if (++s == C::STAGES) s = 0, phase ^= 1;
             }
             wait<0>();
-            hold(acc);
+#pragma unroll
+            for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
             release(prev);
-            const int row0 = m0 + 64 * c;
-            if (row0 >= M) continue;   // a cluster's tile past M, or this warpgroup's half of it
-            if constexpr (C::TMA_STORE) {
-                const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
-                if (beta != 0.0f)
-                    store_tile_tma<C, T, true>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
-                else
-                    store_tile_tma<C, T, false>(acc, bufs, *map_d, row0, n0, warp, lane, 1 + c, M, N, alpha, beta, Cm, ldc);
-            } else {
-                if (beta != 0.0f)
-                    store_tile<T, true>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
-                else
-                    store_tile<T, false>(acc, row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+#pragma unroll
+            for (int mi = 0; mi < C::WG_M; ++mi) {
+                const int row0 = m0 + 64 * (C::WG_M * c + mi);
+                if (row0 >= M) break;   // a cluster's tile past M, or this warpgroup's share of it
+                if constexpr (C::TMA_STORE) {
+                    const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
+                    const int first = mi * C::ACC / 32;   // the pieces stored before this block's, this tile
+                    if (beta != 0.0f)
+                        store_tile_tma<C, T, true>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
+                                                   alpha, beta, Cm, ldc);
+                    else
+                        store_tile_tma<C, T, false>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
+                                                    alpha, beta, Cm, ldc);
+                } else {
+                    if (beta != 0.0f)
+                        store_tile<T, true>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+                    else
+                        store_tile<T, false>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+                }
             }
         }
         if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
@@ -376,7 +394,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
          int K, double alpha, double beta, const T* __restrict__ C, idx_t ldc, T* __restrict__ D, idx_t ldd) { \
         gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, nullptr);                     \
     }                                                                                                        \
-    STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, CFG::BN, CFG::THREADS, CFG::SMEM_BYTES)
 // The TMA-store form takes D's tensor map too (64x64 boxes), last.
 #define WGMMA_TMA_ENTRY(NAME, CFG, T, ATTR)                                                                  \
     extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) ATTR                                      \
@@ -385,7 +403,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
          const __grid_constant__ CUtensorMap map_d) {                                                        \
         gemm_wgmma<CFG, T>(map_a, map_b, M, N, K, alpha, beta, C, ldc, D, ldd, &map_d);                      \
     }                                                                                                        \
-    STUDY_ENTRY_FACTS(NAME, CFG::BM, BN, CFG::THREADS, CFG::SMEM_BYTES)
+    STUDY_ENTRY_FACTS(NAME, CFG::BM, CFG::BN, CFG::THREADS, CFG::SMEM_BYTES)
 #define WGMMA_PAIR(ENTRY, NAME, CFG, ATTR)                                                                   \
     ENTRY(NAME##_f16, CFG, __half, ATTR)                                                                     \
     ENTRY(NAME##_bf16, CFG, __nv_bfloat16, ATTR)
@@ -403,4 +421,10 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
+// 256x192 tiles: each consumer 128x192 (two m64n192k16 a k16 step, 192 accumulators), 3 slots of 56 KiB
+// ("t256x192": 22% fewer operand bytes per output than 128x256; NOTES.md, thirteenth session: no faster).
+using Wide = Cfg<2, true, 3, 1, true, 192, 2>;
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, Wide, )
+using WideCl = Cfg<2, true, 3, 2, true, 192, 2>;   // the same in clusters of 2 along M, B multicast
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256c, WideCl, PAIRS_OF_2)
 #endif

@@ -66,17 +66,19 @@ __device__ __forceinline__ void store_wait() {
 }
 
 // One item of a ring (a k-tile of a tile) into its slot: A's box (C::BM rows from m0, 64 k from k0), then this
-// block's share of B's 64-column boxes (C::BOXES of them from n0, multicast to every block of a cluster of
-// C::CLUSTER side by side in M), all counted by the slot's full barrier.  The slot holds A (C::A_BYTES), then
-// B's boxes C::B_BOX_BYTES apart.
+// block's share of B's C::B_BOXES 64-column boxes from n0 (a cluster of C::CLUSTER blocks side by side in M
+// splits them in consecutive runs, and each multicasts its run to all of them), all counted by the slot's full
+// barrier.  The slot holds A (C::A_BYTES), then B's boxes C::B_BOX_BYTES apart.
 template <class C>
 __device__ __forceinline__ void load_item(const CUtensorMap& map_a, const CUtensorMap& map_b, uint32_t slot,
                                           uint64_t* full, int k0, int m0, int n0, uint32_t rank) {
     expect_tx(full, C::SLOT_BYTES);
     load_2d(slot, map_a, k0, m0, full);
+    constexpr int PER = (C::B_BOXES + C::CLUSTER - 1) / C::CLUSTER;   // boxes a block copies (the last: fewer)
 #pragma unroll
-    for (int i = 0; i < C::BOXES; ++i) {
-        const int b = rank * C::BOXES + i;
+    for (int i = 0; i < PER; ++i) {
+        const int b = rank * PER + i;
+        if (b >= C::B_BOXES) break;
         if (C::CLUSTER > 1)
             load_2d_multicast(slot + C::A_BYTES + b * C::B_BOX_BYTES, map_b, n0 + 64 * b, k0, full,
                               (1 << C::CLUSTER) - 1);

@@ -313,6 +313,11 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     "cuda:15_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (NOTES.md: no faster)
         "cluster": _wgmma("x15_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                           aligned_only=True),
+        # 256x192 tiles (each consumer 128x192), alone and in clusters of 2 along M (NOTES.md: no faster)
+        "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+                           aligned_only=True),
+        "t256x192c": _wgmma("x15_t256c_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64),
+                            defines=("WGMMA_EXPLORE",), aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
