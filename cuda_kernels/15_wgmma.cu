@@ -14,6 +14,9 @@
 //                               half of their shared k-tile of B and multicasts it to both (-cluster).
 //                wgmma_tma:     the persistent form (no clusters) with D leaving through shared memory:
 //                               stmatrix into the 128-byte swizzle, two 64x64 buffers a consumer, TMA stores.
+//                wgmma_wide:    the same for calls of many tiles, 256x192 tiles (each consumer 128x192) in
+//                               clusters of 2 with B multicast; the launcher picks it by a model of waves x
+//                               tile x measured cost per output (study/launch/launchers.py, CudaModelDispatch).
 // Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Issue 20's
 //              anchors: pranjalssh/fast.cu's H100/H200 ladder and ThunderKittens' educational H100 levels.
 // Changed:     stage 13 feeds mma.sync m16n8k16 from ldmatrix (4 ldmatrix and 16 mma.sync per warp and k16 step
@@ -417,14 +420,15 @@ using Clustered = Cfg<2, true, 4, 2>;      // the same in clusters of 2 along M,
 WGMMA_PAIR(WGMMA_ENTRY, wgmma_cluster, Clustered, PAIRS_OF_2)
 using TmaStored = Cfg<2, true, 4, 1, true>;   // the persistent form, D out through shared memory and TMA stores
 WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
+// The same for calls of many tiles: 256x192 tiles (each consumer 128x192: two m64n192k16 a k16 step, 192
+// accumulators), 3 slots of 56 KiB, in clusters of 2 along M sharing B by multicast: 22% fewer operand bytes per
+// output than 128x256 before multicast (the launcher's model picks it: study/launch/launchers.py).
+using Wide = Cfg<2, true, 3, 2, true, 192, 2>;
+WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_wide, Wide, PAIRS_OF_2)
 
 #ifdef WGMMA_EXPLORE
 using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; NOTES.md: no faster)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-// 256x192 tiles: each consumer 128x192 (two m64n192k16 a k16 step, 192 accumulators), 3 slots of 56 KiB
-// ("t256x192": 22% fewer operand bytes per output than 128x256; NOTES.md, thirteenth session: no faster).
-using Wide = Cfg<2, true, 3, 1, true, 192, 2>;
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, Wide, )
-using WideCl = Cfg<2, true, 3, 2, true, 192, 2>;   // the same in clusters of 2 along M, B multicast
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256c, WideCl, PAIRS_OF_2)
+using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; NOTES.md)
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, WideAlone, )
 #endif

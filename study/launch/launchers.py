@@ -344,6 +344,45 @@ class CudaDispatch:
 
 
 @dataclass(frozen=True)
+class CudaModelDispatch(CudaDispatch):
+    """Tile shapes of one persistent kernel, chosen by a model of a call's time: its waves (blocks over the SMs,
+    one block an SM, a cluster's pad tile counted) x the tile's outputs x the choice's `cost`, its measured time
+    per output at equal waves relative to the others'.  A bigger tile moves fewer operand bytes per output, so it
+    wins where its waves are not much worse (stage 15: NOTES.md, "Thirteenth session")."""
+    cost: tuple[float, ...] = ()
+
+    def modelled(self, c: CudaLaunch, M: int, N: int, sms: int) -> float:
+        (bm, bn), cl = c.tile, getattr(c, "cluster", 1)
+        blocks = -(-(-(-M // bm)) // cl) * cl * -(-N // bn)
+        return -(-blocks // max(cl, sms // cl * cl)) * bm * bn * self.cost[self.choices.index(c)]
+
+    def pick(self, M: int, N: int, sms: int) -> CudaLaunch:
+        return min(self.choices, key=lambda c: self.modelled(c, M, N, sms))   # the first of equals
+
+    def shapes(self, sms: int) -> list[tuple[int, int]]:
+        """Per choice, a ragged M x N that picks it, of at least 2.5 tiles per SM (every block walks several, its
+        ring running on from one into the next) in an odd count of tile-rows (a cluster's last tile wholly past
+        M): what the GPU suite and the sanitizer run for each choice."""
+        need = -(-5 * sms // 2)
+        root = max(1, round(need ** 0.5))
+        out = []
+        for c in self.choices:
+            bm, bn = c.tile
+            grids = ((rows, cols) for rows in sorted(range(1, 8 * root, 2), key=lambda r: abs(r - root))
+                     for cols in range(-(-need // rows), -(-need // rows) + 4 * root))
+            shape = next(((rows * bm - 37, cols * bn - 61) for rows, cols in grids
+                          if self.pick(rows * bm - 37, cols * bn - 61, sms) is c), None)
+            if shape is None:
+                raise ValueError(f"no ragged shape of many tiles picks the {c.tile} tile on {sms} SMs")
+            out.append(shape)
+        return out
+
+    def many_tiles(self, sms: int) -> tuple[int, int]:
+        """The first choice's shape of many tiles (tests/test_gpu_equivalence.py runs it at a longer K)."""
+        return self.shapes(sms)[0]
+
+
+@dataclass(frozen=True)
 class TritonLaunch:
     """A function `fn(problem)` in a triton_kernels module; imported on first use (so TRITON_INTERPRET,
     which Triton reads when the module's kernels are decorated, is honoured)."""
