@@ -26,12 +26,12 @@
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
 //              ncu: L2 bytes 1.48 -> 1.39 GB in all), and measured no faster (NOTES.md, "Eleventh session").
-// Measured:    H100 SXM, the sweep of b7f1365, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
-//              stage 13's TMA form 479.0 (64%; 83%) -> -1wg 488.7 (66%; 56%: one warpgroup waits on its own
-//              wgmmas) -> -ws 654.6 (88%; 80%: two consumers keep the pipe fed) -> -persistent 665.7 (89%; 82%)
-//              -> -cluster 667.4 (90%; 82%, L2 bytes 1.48 -> 1.39 GB) -> with the TMA-store epilogue instead,
-//              cuda:15_wgmma.  Measured: 741.4 TFLOP/s fp16 at 4096^3 (99.4%; 94.1%, cuBLAS's 95.0%), 661.0 at
-//              8192^3 (100.1%); bf16 758.7 (100.0%) and 684.9 (96.7%).  H200 (reports/h200): 98.4-99.7%.
+// Measured:    H100 SXM, the sweep of 2cbe7e4, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
+//              stage 13's TMA form 476.8 (64%; 83%) -> -1wg 484.8 (65%; 56%: one warpgroup waits on its own
+//              wgmmas) -> -ws 650.5 (88%; 80%: two consumers keep the pipe fed) -> -persistent 659.1 (89%; 82%)
+//              -> -cluster 661.8 (89%; 82%, L2 bytes 1.48 -> 1.39 GB) -> with the TMA-store epilogue instead,
+//              cuda:15_wgmma.  Measured: 732.4 TFLOP/s fp16 at 4096^3 (98.8%; 94.0%, cuBLAS's 95.0%), 690.0 at
+//              8192^3 (101.2%, wgmma_wide's tiles); bf16 752.6 (99.4%) and 711.5 (100.8%).  H200: 99.2-99.7%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call

@@ -12,7 +12,7 @@ Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Issue 20's anch
 Changed:    nothing in the kernel against stage 13; the stage's Triton column shows what the compiler gives
             without hand-written partitions, beside the CUDA and Gluon forms that write them.
 Why faster: it is not faster than stage 13 (it is the same kernel): the comparison this stage makes is
-            against cuda:15_wgmma and gluon:15_wgmma.  Under this name it measured 98.8-100.9% of cuBLAS on an H100
+            against cuda:15_wgmma and gluon:15_wgmma.  Under this name it measured 98.2-100.7% of cuBLAS on an H100
             (fp16 and bf16, 4096^3 and 8192^3; reports/h100/results.csv).
 Warp specialization, tried (Triton 3.6, sm_90a; NOTES.md, tenth session): tl.range(warp_specialize=True)
             changes nothing at 8 warps or with flatten=True.  At num_warps=4, an unflattened tile loop,
