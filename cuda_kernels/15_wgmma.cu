@@ -57,12 +57,11 @@ constexpr int BK = 64, GROUP_M = 16;
 // warpgroup issues the copies; CLUSTER blocks side by side in M share B by multicast; TMA_STORE: D leaves
 // through shared memory and TMA stores (else straight from the accumulators).
 template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int BN_ = 256,
-          int WG_M_ = 1, bool PINGPONG_ = false>
+          int WG_M_ = 1>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, BN = BN_, WG_M = WG_M_;
-    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_, PINGPONG = PINGPONG_;
-    // PINGPONG: the consumers take the block's tiles in turn, one tile each, instead of sharing every tile.
-    static constexpr int BM = 64 * WG_M * (PINGPONG ? 1 : CONSUMERS), ACC = BN / 2;   // ACC: a thread's per m64 block
+    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
+    static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
     static constexpr int B_BOX_BYTES = 64 * 64 * 2;     // one box of B: 64 k-rows x 64 n (128 bytes a row)
@@ -71,14 +70,13 @@ struct Cfg {
     static constexpr int PIECES_BYTES = TMA_STORE ? 2 * CONSUMERS * PIECE_BYTES : 0;
     // The ring, the consumers' D pieces, 1024 bytes to put them on a 1024-byte boundary (the swizzle's period,
     // and the same offsets in every block of a cluster), and 2 mbarriers a slot.
-    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8 + 2 * 8;
+    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8;
     static_assert(SMEM_BYTES <= 227 * 1024, "an SM's shared memory");
     // setmaxnreg moves registers within the block's launch pool (THREADS x 168 at 384 threads).
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(!PRODUCER_WG || 128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168,
                   "the block's register pool");
     static_assert(CLUSTER == 1 || PRODUCER_WG, "a cluster's blocks each have a producer warpgroup");
-    static_assert(!PINGPONG || (PRODUCER_WG && CONSUMERS == 2), "ping-pong: a producer and two consumers");
 };
 
 // A shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): the start
@@ -114,25 +112,16 @@ __device__ __forceinline__ void hold(float (&r)[N]) {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]) \
                  : "l"(a), "l"(b), "r"(accumulate))
 
-#define WGMMA_ASM_128(TYPES)                                                                                  \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n wgmma.mma_async.sync.aligned.m64n128k16.f32" TYPES \
-                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"                                                    \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
-                 : "l"(a), "l"(b), "r"(accumulate))
-
 template <class T, int N>
 __device__ __forceinline__ void mma(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate) {
-    static_assert(N == 256 || N == 192 || N == 128, "the wgmma shapes this file spells out");
+    static_assert(N == 256 || N == 192, "the wgmma shapes this file spells out");
     constexpr bool f16 = std::is_same<T, __half>::value;
     if constexpr (N == 256) {
         if constexpr (f16) WGMMA_ASM_256(".f16.f16");
         else WGMMA_ASM_256(".bf16.bf16");
-    } else if constexpr (N == 192) {
+    } else {
         if constexpr (f16) WGMMA_ASM_192(".f16.f16");
         else WGMMA_ASM_192(".bf16.bf16");
-    } else {
-        if constexpr (f16) WGMMA_ASM_128(".f16.f16");
-        else WGMMA_ASM_128(".bf16.bf16");
     }
 }
 // stmatrix.x4: four 8x8 b16 matrices to shared memory, the mirror of ldmatrix (mma_sync.cuh's ldsm_x4): lane
@@ -301,14 +290,12 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
     const uint32_t pieces = ring + C::STAGES * C::SLOT_BYTES;   // the TMA-store epilogue's buffers
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES + C::PIECES_BYTES);
     uint64_t* empty = full + C::STAGES;
-    uint64_t* order = empty + C::STAGES;   // PINGPONG: order[c] completes when consumer c may issue its next tile
     const int tid = threadIdx.x;
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
-            async_copy::mbar_init(&full[s], 1);   // the producer's expect_tx arrival
-            async_copy::mbar_init(&empty[s], 4 * (C::PINGPONG ? 1 : C::CONSUMERS) * C::CLUSTER);   // a lane a warp
+            async_copy::mbar_init(&full[s], 1);                                 // the producer's expect_tx arrival
+            async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);   // a lane of each consumer warp
         }
-        for (int c = 0; c < 2; ++c) async_copy::mbar_init(&order[c], 4);   // lane 0 of each of the other's warps
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
     }
     if (C::CLUSTER > 1) tma::cluster_sync();   // the peer's barriers exist before anything reaches them
@@ -333,7 +320,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         const float alpha = (float)alpha_, beta = (float)beta_;
         // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
         // of 128 bytes: 512 units) move the start address.
-        const uint64_t desc_a = descriptor(ring + (C::PINGPONG ? 0 : c) * C::WG_M * 64 * 128, 16, 1024);
+        const uint64_t desc_a = descriptor(ring + c * C::WG_M * 64 * 128, 16, 1024);
         const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
         // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
         // cluster (lane r for block r).
@@ -347,22 +334,11 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         };
         uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
         Work<C> w = work;
-        // PINGPONG: past the other consumer's tile, its k-tiles' slots in the ring.
-        auto skip = [&]() {
-            w.next();
-            const uint32_t t = s + uint32_t(w.k_tiles);
-            s = t % C::STAGES;
-            phase ^= (t / C::STAGES) & 1;
-        };
-        if (C::PINGPONG && c == 1) skip();
-        for (uint32_t j = 0; w.next(); ++j) {
+        while (w.next()) {
             int m0, n0;
             w.at(m0, n0);
             float acc[C::WG_M][C::ACC];
             uint32_t prev = 0;
-            // Ping-pong: this tile's wgmmas go after the other consumer's for the tile before (its j-th or, for
-            // consumer 0, its (j-1)-th), so that one consumer's epilogue runs while the other's wgmmas do.
-            if (C::PINGPONG && (c == 1 || j > 0)) async_copy::mbar_wait(&order[c], (j - (c == 0)) & 1);
             for (int kt = 0; kt < w.k_tiles; ++kt) {
                 async_copy::mbar_wait(&full[s], phase);
                 const uint32_t off = s * (C::SLOT_BYTES >> 4);
@@ -380,17 +356,13 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 prev = s;
                 if (++s == C::STAGES) s = 0, phase ^= 1;
             }
-            if (C::PINGPONG) {   // every wgmma of the tile issued: the other consumer's turn
-                __syncwarp();
-                if (lane == 0) async_copy::mbar_arrive(&order[c ^ 1]);
-            }
             wait<0>();
 #pragma unroll
             for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
             release(prev);
 #pragma unroll
             for (int mi = 0; mi < C::WG_M; ++mi) {
-                const int row0 = m0 + 64 * (C::WG_M * (C::PINGPONG ? 0 : c) + mi);
+                const int row0 = m0 + 64 * (C::WG_M * c + mi);
                 if (row0 >= M) break;   // a cluster's tile past M, or this warpgroup's share of it
                 if constexpr (C::TMA_STORE) {
                     const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
@@ -408,7 +380,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                         store_tile<T, false>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
                 }
             }
-            if (C::PINGPONG) skip();
         }
         if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
@@ -460,10 +431,4 @@ using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
 using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; NOTES.md)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, WideAlone, )
-// Ping-pong: 128x128 tiles, each consumer its own (two m64n128k16 a k16 step), 6 slots of 32 KiB; alone
-// ("pingpong") and in clusters of 2 along M sharing B ("pingpong2").
-using PingPong = Cfg<2, true, 6, 1, true, 128, 2, true>;
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_pp, PingPong, )
-using PingPong2 = Cfg<2, true, 6, 2, true, 128, 2, true>;
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_pp2, PingPong2, PAIRS_OF_2)
 #endif

@@ -327,11 +327,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         # its 256x192 tiles without clusters (NOTES.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
-        # ping-pong: 128x128 tiles, each consumer warpgroup its own, taking turns on the tensor pipe
-        "pingpong": _wgmma("x15_pp_{pair}", 384, (128, 128), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                           aligned_only=True),
-        "pingpong2": _wgmma("x15_pp2_{pair}", 384, (128, 128), cluster=2, d_box=(64, 64),
-                            defines=("WGMMA_EXPLORE",), aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
