@@ -327,11 +327,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         # its 256x192 tiles without clusters (NOTES.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
-        # 256x128 tiles (cuBLAS's shape at 4096^3), each consumer 128x128: alone, and in clusters of 2 sharing B
-        "t256x128": _wgmma("x15_tall_{pair}", 384, (256, 128), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                           aligned_only=True),
-        "t256x128c": _wgmma("x15_tallc_{pair}", 384, (256, 128), cluster=2, d_box=(64, 64),
-                            defines=("WGMMA_EXPLORE",), aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
