@@ -57,9 +57,8 @@ constexpr int BK = 64, GROUP_M = 16;
 // warpgroup issues the copies; CLUSTER blocks side by side in M share B by multicast; TMA_STORE: D leaves
 // through shared memory and TMA stores (else straight from the accumulators).
 template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int BN_ = 256,
-          int WG_M_ = 1, bool WG_RELEASE_ = false>
+          int WG_M_ = 1>
 struct Cfg {
-    static constexpr bool WG_RELEASE = WG_RELEASE_;   // a warpgroup releases a slot once, after a named barrier
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, BN = BN_, WG_M = WG_M_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
@@ -295,7 +294,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             async_copy::mbar_init(&full[s], 1);                                 // the producer's expect_tx arrival
-            async_copy::mbar_init(&empty[s], (C::WG_RELEASE ? 1 : 4) * C::CONSUMERS * C::CLUSTER);   // a lane a warp
+            async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);   // a lane of each consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
     }
@@ -326,16 +325,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
         // cluster (lane r for block r).
         auto release = [&](uint32_t s) {
-            if (C::WG_RELEASE) {
-                asm volatile("bar.sync %0, 128;\n" :: "r"(1 + c) : "memory");
-                if ((ctid & 127) == 0) {
-                    if (C::CLUSTER > 1) {
-                        for (uint32_t r = 0; r < C::CLUSTER; ++r) tma::arrive_remote<false>(&empty[s], r);
-                    } else {
-                        async_copy::mbar_arrive(&empty[s]);
-                    }
-                }
-            } else if (C::CLUSTER > 1) {
+            if (C::CLUSTER > 1) {
                 if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
             } else if (lane == 0) {
                 async_copy::mbar_arrive(&empty[s]);
@@ -441,8 +431,4 @@ using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
 using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; NOTES.md)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, WideAlone, )
-using WgRelease = Cfg<2, true, 4, 1, true, 256, 1, true>;   // wgmma_tma, one release a warpgroup ("wgrelease")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_wgrel, WgRelease, )
-using WgReleaseWide = Cfg<2, true, 3, 2, true, 192, 2, true>;   // wgmma_wide, the same ("wgrelease_wide")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_wgrelw, WgReleaseWide, PAIRS_OF_2)
 #endif

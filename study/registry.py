@@ -327,11 +327,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         # its 256x192 tiles without clusters (NOTES.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
-        # one arrival a consumer warpgroup on a slot's empty barrier, after a named barrier (the Gluon twin's way)
-        "wgrelease": _wgmma("x15_wgrel_{pair}", 384, (128, 256), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                            aligned_only=True),
-        "wgrelease_wide": _wgmma("x15_wgrelw_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True,
-                                 defines=("WGMMA_EXPLORE",), aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
