@@ -223,7 +223,8 @@ def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = Tru
 
 # The last form's two tiles, 256x192 in clusters of 2 and 128x256: the time per output of each at equal waves
 # (the H100 probes of NOTES.md, "Thirteenth session": the bigger tile 0.6-1.3 points faster at 4096x6144x4096,
-# 0.6-7.4 at 6144^3, and about as much at 8192^3 despite its 2.3% worse waves).  The launcher takes the one of least modelled time.
+# 0.6-7.4 at 6144^3, and about as much at 8192^3 despite its 2.3% worse waves).  The launcher takes the one of
+# least modelled time.
 WIDE_COST = (0.96, 1.0)
 
 
