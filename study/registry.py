@@ -337,8 +337,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                                               spills_ok=True, balance=True),
                                        _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True)),
                                       cost=WIDE_COST),
-        "cluster_bal": _wgmma("x15_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64),
-                              defines=("WGMMA_EXPLORE",), aligned_only=True, balance=True),
         "tma": _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64)),       # the 128x256 kernel alone
         "tma_bal": _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True),
         "wide_bal": _wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True,
