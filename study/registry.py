@@ -337,11 +337,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                                               spills_ok=True, balance=True),
                                        _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True)),
                                       cost=WIDE_COST),
-        "tma": _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64)),       # the 128x256 kernel alone
-        "tma_bal": _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True),
-        "wide_bal": _wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True,
-                           balance=True),
-        "wide": _wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
