@@ -51,23 +51,20 @@ namespace {
 // GROUP_M 16: a wave of 132 tiles covers about 16 x 8 of them (2048 x 2112 of D), whose operands are fewer bytes
 // than with 8 (1024 x 4224) or 32 (4096 x 1056).  ncu at 4096^3 fp16: DRAM reads 0.187 -> 0.148 GB; the probe:
 // 0.3-2.3 points faster at three of the four target points (NOTES.md, "Twelfth session").
-constexpr int GROUP_M = 16;
+constexpr int BK = 64, GROUP_M = 16;
 
 // CONSUMERS warpgroups of 64 x WG_M rows each (WG_M wgmmas of m64nBN a k16 step); PRODUCER_WG: a separate
 // warpgroup issues the copies; CLUSTER blocks side by side in M share B by multicast; TMA_STORE: D leaves
 // through shared memory and TMA stores (else straight from the accumulators).
 template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int BN_ = 256,
-          int WG_M_ = 1, int BK_ = 64>
+          int WG_M_ = 1>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, BN = BN_, WG_M = WG_M_;
-    // BK: a k-tile, 64 (A's rows 128 bytes, the 128-byte swizzle) or 32 (64 bytes, the 64-byte swizzle)
-    static constexpr int BK = BK_, A_ROW = 2 * BK, A_SWIZZLE = BK == 64 ? 1 : 2;
-    static_assert(BK == 64 || BK == 32, "A's row is one swizzle span");
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
-    static constexpr int B_BOX_BYTES = BK * 64 * 2;     // one box of B: BK k-rows x 64 n (128 bytes a row)
+    static constexpr int B_BOX_BYTES = 64 * 64 * 2;     // one box of B: 64 k-rows x 64 n (128 bytes a row)
     static constexpr int B_BOXES = BN / 64;             // B's boxes in a slot (tma::load_item)
     static constexpr int PIECE_BYTES = 64 * 64 * 2;     // a 64x64 piece of D (TMA_STORE: two per consumer)
     static constexpr int PIECES_BYTES = TMA_STORE ? 2 * CONSUMERS * PIECE_BYTES : 0;
@@ -86,8 +83,8 @@ struct Cfg {
 // address, the leading and stride byte offsets, all in 16-byte units.  A (K-major): rows 128 bytes apart, 8-row
 // groups 1024 (the stride offset; the leading one is unused).  B (N-major): 64-column boxes 8 KiB apart (the
 // leading offset), 8-k-row groups 1024 (the stride offset).
-__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t leading, uint32_t stride, uint64_t mode = 1) {
-    return ((addr & 0x3FFFF) >> 4) | (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (mode << 62);
+__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t leading, uint32_t stride) {
+    return ((addr & 0x3FFFF) >> 4) | (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (1ull << 62);
 }
 
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -233,7 +230,7 @@ struct Work {
         tiles = tiles_mc * tiles_n;
         first = blockIdx.x / C::CLUSTER;
         stride = gridDim.x / C::CLUSTER;
-        k_tiles = (K - 1) / C::BK + 1;   // K >= 1; (K + BK - 1) would overflow near 2^31
+        k_tiles = (K - 1) / BK + 1;   // K >= 1; (K + BK - 1) would overflow near 2^31
         rank = blockIdx.x % C::CLUSTER;
     }
     // The next tile into `tile`; false when the block has no work left.
@@ -278,7 +275,7 @@ struct Loader {
     __device__ bool more() const { return more_; }
     __device__ void next() {   // a fresh barrier's phase of parity 1 counts as complete: the first pass waits not
         async_copy::mbar_wait(&empty[s], phase ^ 1);
-        tma::load_item<C>(*map_a, *map_b, ring + s * C::SLOT_BYTES, &full[s], k * C::BK, m0, n0, w.rank);
+        tma::load_item<C>(*map_a, *map_b, ring + s * C::SLOT_BYTES, &full[s], k * BK, m0, n0, w.rank);
         if (++s == C::STAGES) s = 0, phase ^= 1;
         if (++k == w.k_tiles) tile();
     }
@@ -323,7 +320,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         const float alpha = (float)alpha_, beta = (float)beta_;
         // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
         // of 128 bytes: 512 units) move the start address.
-        const uint64_t desc_a = descriptor(ring + c * C::WG_M * 64 * C::A_ROW, 16, 8 * C::A_ROW, C::A_SWIZZLE);
+        const uint64_t desc_a = descriptor(ring + c * C::WG_M * 64 * 128, 16, 1024);
         const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
         // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
         // cluster (lane r for block r).
@@ -347,10 +344,10 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 const uint32_t off = s * (C::SLOT_BYTES >> 4);
                 fence();
 #pragma unroll
-                for (int kk = 0; kk < C::BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
+                for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
 #pragma unroll
                     for (int mi = 0; mi < C::WG_M; ++mi)
-                        mma<T, C::BN>(acc[mi], desc_a + off + 2 * kk + 4 * C::A_ROW * mi, desc_b + off + 128 * kk, kt | kk);
+                        mma<T, C::BN>(acc[mi], desc_a + off + 2 * kk + 512 * mi, desc_b + off + 128 * kk, kt | kk);
                 commit();
                 wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
 #pragma unroll
@@ -434,6 +431,4 @@ using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
 using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; NOTES.md)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, WideAlone, )
-using Bk32 = Cfg<2, true, 8, 1, true, 256, 1, 32>;   // TmaStored in k-tiles of 32, 8 slots of 24 KiB ("bk32")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_bk32, Bk32, )
 #endif

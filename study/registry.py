@@ -328,15 +328,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         # its 256x192 tiles without clusters (NOTES.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
-        # k-tiles of 32 in 8 slots (A in the 64-byte swizzle): the consumers hold 2 of 8 slots, not 2 of 4
-        "bk32": CudaTmaLaunch("15_wgmma.cu", "x15_bk32_{pair}", (384, 1, 1), (128, 256), pairs=HALF_IO_TAGS,
-                              a_box=(128, 32), b_box=(32, 64), unaligned=SWIZZLE, d_box=(64, 64),
-                              defines=("WGMMA_EXPLORE",), aligned_only=True),
-        # the registered dispatch with each block walking the same count of tiles (fewer blocks, same waves)
-        "balanced": CudaModelDispatch((_wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64),
-                                              spills_ok=True, balance=True),
-                                       _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True)),
-                                      cost=WIDE_COST),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),

@@ -208,8 +208,7 @@ def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]):
         raise ValueError(f"a tensor map needs a row-major matrix with a 16-byte aligned start and pitch, got "
                          f"strides {t.stride()} at {t.data_ptr():#x}")
     view = _core().utils.StridedMemoryView.from_dlpack(t, stream_ptr=-1)
-    swizzle = TensorMapSwizzle.SWIZZLE_64B if box[1] * esize == 64 else TensorMapSwizzle.SWIZZLE_128B
-    return view.as_tensor_map(box, data_type=np.dtype(_TMA_DTYPES[esize]), swizzle=swizzle,
+    return view.as_tensor_map(box, data_type=np.dtype(_TMA_DTYPES[esize]), swizzle=TensorMapSwizzle.SWIZZLE_128B,
                               l2_promotion=TensorMapL2Promotion.L2_256B)
 
 

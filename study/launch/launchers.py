@@ -269,7 +269,6 @@ class CudaTmaLaunch(CudaTypedLaunch):
     persistent: bool = True
     d_box: tuple[int, int] | None = None
     unaligned: CudaTypedLaunch | None = None
-    balance: bool = False
 
     def params(self, entry: str = "") -> tuple:
         return TMA_PARAMS + (params("map_d:tmap") if self.d_box else ())
@@ -300,9 +299,6 @@ class CudaTmaLaunch(CudaTypedLaunch):
             raise ValueError(f"{self.entry}: a {M}x{N} output needs {tiles} tiles; the launch allows 2**31-1")
         blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, self.cluster, a.device)) \
             if self.persistent else tiles
-        if self.persistent and self.balance:   # the fewest blocks (clusters) that take the same waves of tiles
-            waves = -(-tiles // blocks)
-            blocks = -(-(tiles // self.cluster) // waves) * self.cluster
         maps = {"map_a": (a, self.a_box), "map_b": (b, self.b_box), **({"map_d": (out, self.d_box)} if self.d_box
                                                                           else {})}
         return driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
