@@ -17,6 +17,8 @@
 //                wgmma_wide:    the same for calls of many tiles, 256x192 tiles (each consumer 128x192) in
 //                               clusters of 2 with B multicast; the launcher picks it by a model of waves x
 //                               tile x measured cost per output (study/launch/launchers.py, CudaModelDispatch).
+//                               Both grids are balanced: the fewest blocks that take the same waves of tiles
+//                               (at 4096^3, 128 blocks of 4 tiles; the probe: 0.8-1.2 points faster).
 // Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Issue 20's
 //              anchors: pranjalssh/fast.cu's H100/H200 ladder and ThunderKittens' educational H100 levels.
 // Changed:     stage 13 feeds mma.sync m16n8k16 from ldmatrix (4 ldmatrix and 16 mma.sync per warp and k16 step

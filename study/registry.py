@@ -238,10 +238,11 @@ def _wgmma_stage() -> list[Impl]:
         ("-persistent", _wgmma("wgmma_ws_{pair}", **ws), "warp-specialized, persistent"),
         ("-cluster", _wgmma("wgmma_cluster_{pair}", **ws, cluster=2), "persistent, clusters of 2, B multicast"),
         # wgmma_wide spills its 8-byte tile counter (192 accumulators and ~40 live values pass 232 registers): one
-        # local load and store a tile, none in the k-loop (its SASS).
+        # local load and store a tile, none in the k-loop (its SASS).  Both grids balanced: the H100 probes of
+        # NOTES.md, "Fifteenth session" (0.8-1.2 points at 4096^3, no change beyond the spread at 8192^3).
         ("", CudaModelDispatch((_wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64),
-                                       spills_ok=True),
-                                _wgmma("wgmma_tma_{pair}", **ws, d_box=(64, 64))), cost=WIDE_COST),
+                                       spills_ok=True, balance=True),
+                                _wgmma("wgmma_tma_{pair}", **ws, d_box=(64, 64), balance=True)), cost=WIDE_COST),
          "persistent, TMA-store epilogue"),
     ]
     return [

@@ -258,17 +258,21 @@ class CudaTypedLaunch(CudaLaunch):
 @dataclass(frozen=True)
 class CudaTmaLaunch(CudaTypedLaunch):
     """A kernel fed by the copy engine: A and B reach it as tensor maps (boxes of `a_box` and `b_box` elements,
-    rows x cols, 128-byte swizzle).  With `persistent`, one block per
-    resident slot walks D's tiles, in clusters of `cluster` blocks along M (the kernel's __cluster_dims__);
-    otherwise one block per tile.  With `d_box` the kernel stores D by TMA too: its last parameter is D's tensor
-    map, in boxes of d_box.  A tensor map needs 16-byte aligned starts and pitches, so any call with an operand
-    that is not goes to `unaligned`, a block-per-tile launch of the same stage or the one below."""
+    rows x cols, 128-byte swizzle).  With `persistent`, one block per resident slot walks D's tiles, in clusters
+    of `cluster` blocks along M (the kernel's __cluster_dims__); otherwise one block per tile.  `balance` trims a
+    persistent grid to the fewest blocks (clusters) that take the same number of waves, the SMs left over
+    staying idle: 512 tiles on 132 SMs run as 128 blocks of 4 tiles, not 116 of 4 and 16 of 3 (the longest
+    block's count, the critical path, is the same).  With `d_box` the kernel stores D by TMA too: its last
+    parameter is D's tensor map, in boxes of d_box.  A tensor map needs 16-byte aligned starts and pitches, so
+    any call with an operand that is not goes to `unaligned`, a block-per-tile launch of the same stage or the
+    one below."""
     a_box: tuple[int, int] = (128, 64)
     b_box: tuple[int, int] = (64, 64)
     cluster: int = 1
     persistent: bool = True
     d_box: tuple[int, int] | None = None
     unaligned: CudaTypedLaunch | None = None
+    balance: bool = False
 
     def params(self, entry: str = "") -> tuple:
         return TMA_PARAMS + (params("map_d:tmap") if self.d_box else ())
@@ -299,6 +303,9 @@ class CudaTmaLaunch(CudaTypedLaunch):
             raise ValueError(f"{self.entry}: a {M}x{N} output needs {tiles} tiles; the launch allows 2**31-1")
         blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, self.cluster, a.device)) \
             if self.persistent else tiles
+        if self.persistent and self.balance:
+            waves = -(-tiles // blocks)
+            blocks = -(-(tiles // self.cluster) // waves) * self.cluster
         maps = {"map_a": (a, self.a_box), "map_b": (b, self.b_box), **({"map_d": (out, self.d_box)} if self.d_box
                                                                           else {})}
         return driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(

@@ -6,9 +6,10 @@ Technique:  warpgroup_mma (wgmma.mma_async, sm_90a) reads A and B straight from 
             NVMMASharedLayout, the layout wgmma reads) into a ring of STAGES slots, each slot completing on
             its `ready` mbarrier; and two consumer warpgroups (4 warps each), each owning 64 rows of the
             128x256 tile: wgmma m64n256k16 over a slot, then it hands the slot back on the slot's `empty`
-            mbarrier (one arrival per consumer).  The grid is persistent (one program per SM) and walks the
-            tiles in GROUP_M-grouped order; the ring runs on across tiles, so the loader fetches the next
-            tile's k-tiles while the consumers run their epilogue.  Epilogue: alpha, beta in fp32, one
+            mbarrier (one arrival per consumer).  The grid is persistent (at most one program per SM: the
+            fewest that take the same waves) and walks the tiles in GROUP_M-grouped order; the ring runs on
+            across tiles, so the loader fetches the next tile's k-tiles while the consumers run their
+            epilogue.  Epilogue: alpha, beta in fp32, one
             rounding to the input dtype, D through shared memory and a TMA store, 64 columns at a time.
 Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Issue 20's anchors: pranjalssh/fast.cu's
             H100 ladder (wgmma + TMA, then producer/consumer warpgroups, then a persistent grid) and the
@@ -221,7 +222,9 @@ def launch(p, meta: dict | None = None):
     d_desc = _desc(p.out, [bm // 2, epi_n])
     c_desc = _desc(p.c, [bm // 2, epi_n]) if p.c is not None else d_desc   # never read when HAS_C=False
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
-    grid = (min(_sm_count(p.a.device), tiles),)
+    # Persistent and balanced, as the CUDA form: the fewest programs (at most one an SM) that take the same
+    # number of waves of tiles, so each walks the same count give or take one.
+    grid = (triton.cdiv(tiles, triton.cdiv(tiles, _sm_count(p.a.device))),)
     return wgmma_kernel[grid](_desc(p.a, [bm, bk]), _desc(p.b, [bk, bn]), c_desc, d_desc, M, N, K, p.alpha,
                               p.beta, HAS_C=p.c is not None, LOADER_REGS=LOADER_REGS, CONSUMER_REGS=CONSUMER_REGS,
                               maxnreg=MAXNREG, **meta)
