@@ -27,13 +27,13 @@
 //              its peak; the copy engine does the address work; the TMA-store epilogue (per 64x64 piece, 4
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
-//              ncu: L2 bytes 1.48 -> 1.39 GB in all), and measured no faster (NOTES.md, "Eleventh session").
-// Measured:    H100 SXM, the sweep of 2cbe7e4, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
-//              stage 13's TMA form 476.8 (64%; 83%) -> -1wg 484.8 (65%; 56%: one warpgroup waits on its own
-//              wgmmas) -> -ws 650.5 (88%; 80%: two consumers keep the pipe fed) -> -persistent 659.1 (89%; 82%)
-//              -> -cluster 661.8 (89%; 82%, L2 bytes 1.48 -> 1.39 GB) -> with the TMA-store epilogue instead,
-//              cuda:15_wgmma.  Measured: 732.4 TFLOP/s fp16 at 4096^3 (98.8%; 94.0%, cuBLAS's 95.0%), 690.0 at
-//              8192^3 (101.2%, wgmma_wide's tiles); bf16 752.6 (99.4%) and 711.5 (100.8%).  H200: 99.2-99.7%.
+//              ncu: L2 bytes 1.50 -> 1.39 GB in all), and measured no faster (NOTES.md, "Eleventh session").
+// Measured:    H100 SXM, the sweep of b244b21, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
+//              stage 13's TMA form 479.3 (65%; 83%) -> -1wg 488.8 (66%; 56%: one warpgroup waits on its own
+//              wgmmas) -> -ws 654.7 (88%; 80%: two consumers keep the pipe fed) -> -persistent 663.3 (89%; 82%)
+//              -> -cluster 665.4 (90%; 82%, L2 bytes 1.50 -> 1.39 GB) -> with the TMA-store epilogue and a
+//              balanced grid instead, cuda:15_wgmma: 746.0 (100.5%; 94.2%, cuBLAS's 95.0%), 688.3 at 8192^3
+//              (100.7%, wgmma_wide's tiles); bf16 762.9 (101.0%) and 719.0 (100.0%).  H200: 97.2-101.2%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call
