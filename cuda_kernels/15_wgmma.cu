@@ -59,10 +59,9 @@ constexpr int BK = 64, GROUP_M = 16;
 // warpgroup issues the copies; CLUSTER blocks side by side in M share B by multicast; TMA_STORE: D leaves
 // through shared memory and TMA stores (else straight from the accumulators).
 template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int BN_ = 256,
-          int WG_M_ = 1, bool LEAN_ = false>
+          int WG_M_ = 1>
 struct Cfg {
     static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, BN = BN_, WG_M = WG_M_;
-    static constexpr bool LEAN = LEAN_;   // explore: the consumer body per warpgroup, 32-bit descriptor words
     static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
     static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
@@ -284,11 +283,6 @@ struct Loader {
     }
 };
 
-template <int V> struct Wg {};   // explore: a warpgroup index known at compile time
-__device__ __forceinline__ int wg_index(int c) { return c; }
-template <int V>
-__device__ __forceinline__ int wg_index(Wg<V>) { return V; }
-
 template <class C, class T>
 __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
                                            double alpha_, double beta_, const T* __restrict__ Cm, idx_t ldc,
@@ -324,10 +318,8 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         if (!C::PRODUCER_WG && tid == 0)
             for (int i = 0; i < C::STAGES && load.more(); ++i) load.next();
 
-        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c_rt = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
+        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
         const float alpha = (float)alpha_, beta = (float)beta_;
-      auto consume = [&](auto cw) {
-        const int c = wg_index(cw);
         // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
         // of 128 bytes: 512 units) move the start address.
         const uint64_t desc_a = descriptor(ring + c * C::WG_M * 64 * 128, 16, 1024);
@@ -357,10 +349,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
 #pragma unroll
                     for (int mi = 0; mi < C::WG_M; ++mi)
-                        if constexpr (C::LEAN)
-                            mma<T, C::BN>(acc[mi], (0x40000040ull << 32) | uint32_t(uint32_t(desc_a) + off + 2 * kk + 512 * mi),
-                                          (0x40000040ull << 32) | uint32_t(uint32_t(desc_b) + off + 128 * kk), kt | kk);
-                        else
                         mma<T, C::BN>(acc[mi], desc_a + off + 2 * kk + 512 * mi, desc_b + off + 128 * kk, kt | kk);
                 commit();
                 wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
@@ -394,13 +382,6 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                         store_tile<T, false>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
                 }
             }
-        }
-      };
-        if constexpr (C::LEAN) {
-            if (c_rt == 0) consume(Wg<0>{});
-            else consume(Wg<1>{});
-        } else {
-            consume(c_rt);
         }
         if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
@@ -452,8 +433,4 @@ using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
 using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; NOTES.md)
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, WideAlone, )
-using WideLean = Cfg<2, true, 3, 2, true, 192, 2, true>;   // wgmma_wide, lean consumer loop ("widelean")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_widelean, WideLean, PAIRS_OF_2)
-using TmaLean = Cfg<2, true, 4, 1, true, 256, 1, true>;    // wgmma_tma, lean consumer loop ("tmalean")
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_tmalean, TmaLean, )
 #endif

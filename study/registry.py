@@ -329,13 +329,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         # its 256x192 tiles without clusters (NOTES.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
-        # the lean consumer loop (the body per warpgroup index, 32-bit descriptor words) against each kernel
-        "wide": _wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True, balance=True),
-        "widelean": _wgmma("x15_widelean_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True,
-                           balance=True, defines=("WGMMA_EXPLORE",), aligned_only=True),
-        "tma": _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True),
-        "tmalean": _wgmma("x15_tmalean_{pair}", 384, (128, 256), d_box=(64, 64), balance=True,
-                          defines=("WGMMA_EXPLORE",), aligned_only=True),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
