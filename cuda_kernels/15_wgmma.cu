@@ -181,8 +181,10 @@ __device__ __forceinline__ void store_tile(const float (&acc)[ACC], int row0, in
 // of row r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 129k
 // conflicts on 395k store wavefronts at 4096^3 fp16, Gluon's epilogue 14k on 328k: not explained), and its
 // first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two
-// buffers (`first`: the parity of this tile's first), and a buffer is rewritten once the store two pieces ago
-// has read it.
+// buffers, and a buffer is rewritten once the store two pieces ago has read it.  `first` counts the pieces this
+// warpgroup stored before, over all its tiles: a tile whose rows end inside it stores an odd count (256x192
+// tiles, 3 pieces per m64 block), and a count restarted per tile then rewrote the buffer that the last store
+// could still be reading (wrong rows at 5000x7000x64, found on the H200 in the fifteenth session).
 template <class C, class T, bool HAS_C, int ACC>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC], uint32_t bufs, int first,
                                                const CUtensorMap& map_d, int row0, int col0, int warp, int lane,
@@ -335,6 +337,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             if (!C::PRODUCER_WG && tid == 0 && load.more()) load.next();
         };
         uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
+        int stored = 0;              // D pieces this warpgroup has stored (TMA_STORE), all tiles so far
         Work<C> w = work;
         while (w.next()) {
             int m0, n0;
@@ -368,7 +371,8 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 if (row0 >= M) break;   // a cluster's tile past M, or this warpgroup's share of it
                 if constexpr (C::TMA_STORE) {
                     const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
-                    const int first = mi * C::ACC / 32;   // the pieces stored before this block's, this tile
+                    const int first = stored;
+                    stored += C::ACC / 32;
                     if (beta != 0.0f)
                         store_tile_tma<C, T, true>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
                                                    alpha, beta, Cm, ldc);
