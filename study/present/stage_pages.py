@@ -92,8 +92,9 @@ def forms(s: Stage) -> list[dict]:
     return out
 
 
-def result_rows(df: pd.DataFrame, s: Stage) -> list[dict]:
-    """The stage's rows at every size: backends in the study's order, then implementation, dtype and size."""
+def result_rows(df: pd.DataFrame, s: Stage, stale: set = frozenset()) -> list[dict]:
+    """The stage's rows at every size: backends in the study's order, then implementation, dtype and size.
+    stale: keys (impl, dtype, M, N, K) of rows measured on code that has changed since; they are marked."""
     d = df[df["stage"] == s.number]
     d = d.assign(_b=d["backend"].map({b: i for i, b in enumerate(BACKENDS)}), _s=d["shape_set"] != "square",
                  _f=d["M"] * d["N"] * d["K"])
@@ -104,7 +105,8 @@ def result_rows(df: pd.DataFrame, s: Stage) -> list[dict]:
                      "shape": f"{fmt_num(r['M'])}x{fmt_num(r['N'])}x{fmt_num(r['K'])}", "set": r["shape_set"],
                      "tflops": fmt_num(r["tflops"]), "pct": f"{pct}% of {r['baseline_impl']}" if pct else "",
                      "relerr": fmt_num(r["relerr"]), "passed": bool(r["passed"]),
-                     "clock": fmt_num(r["sm_clock_mhz"], 4)})
+                     "clock": fmt_num(r["sm_clock_mhz"], 4), "commit": r.get("commit", ""),
+                     "stale": (r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) in stale})
     return rows
 
 
@@ -173,11 +175,13 @@ def _environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None) -> list[dict]:
+def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None,
+                       stale: set = frozenset()) -> list[dict]:
     """Write report_dir/stage-NN.html for every stage of STAGES; return [{number, title, href}] for the index.
 
     df: the results (study.measure.frame.load_results(report_dir / "results.csv")[0]).  env: a jinja2
-    Environment whose loader finds templates/stage.html.j2 (default: one like the report's)."""
+    Environment whose loader finds templates/stage.html.j2 (default: one like the report's).  stale: the keys of
+    rows measured on code that has changed since (study.present.report.stale_keys), marked in each page's table."""
     report_dir = Path(report_dir)
     template = (env or _environment()).get_template("stage.html.j2")
     evidence, ptx = repo_file(report_dir, "gpu-evidence.json"), repo_file(report_dir, "ptx.json")
@@ -188,7 +192,7 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
             header=header(cuda) if cuda.exists() else None, forms=forms(s),
             notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
-            rows=result_rows(df, s), counters=counters(report_dir, s), sanitizer=sanitizer(evidence, df, s),
+            rows=result_rows(df, s, stale), counters=counters(report_dir, s), sanitizer=sanitizer(evidence, df, s),
             emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None, evidence_found=evidence is not None,
             tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
         (report_dir / page_name(s)).write_text(html, encoding="utf-8")
