@@ -34,6 +34,8 @@
 //              -> -cluster 665.4 (90%; 82%, L2 bytes 1.50 -> 1.39 GB) -> with the TMA-store epilogue and a
 //              balanced grid instead, cuda:15_wgmma: 746.0 (100.5%; 94.2%, cuBLAS's 95.0%), 688.3 at 8192^3
 //              (100.7%, wgmma_wide's tiles); bf16 762.9 (101.0%) and 719.0 (100.0%).  H200: 97.2-101.2%.
+//              Those rows predate the epilogue fix of 2338d5e (store_tile_tma's `first`); the H200's re-measured
+//              rows of the fixed kernel are 99.3-100.4% of that sweep's cuBLAS rows (not timed beside them).
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call

@@ -278,10 +278,12 @@ def drop_stale(path: Path) -> int:
     return len(stale)
 
 
-def check(report_dir: Path) -> list[str]:
+def check(report_dir: Path, current: bool = True) -> list[str]:
     """What keeps `report_dir` from being one current, complete sweep: rows of the default sweep that are missing
     or failed, stale rows (measured on code that has changed since, study/measure/evidence.py), rows of more
-    than one commit or GPU, and calls of the default ncu profile (profile.csv) that are missing.  Empty: current."""
+    than one commit or GPU, and calls of the default ncu profile (profile.csv) that are missing.  Empty: current.
+    current=False asks only for a complete sweep: stale rows and rows of several commits pass (a report that
+    awaits a re-sweep, its stale rows marked by study.report --stale)."""
     from study.measure import evidence, ncu
     report_dir = Path(report_dir)
     path = report_dir / "results.csv"
@@ -300,9 +302,10 @@ def check(report_dir: Path) -> list[str]:
                 problems.append(f"missing: {impl.name} {dtype} {M}x{N}x{K}")
             elif str(r["passed"]) != "True":
                 problems.append(f"failed: {impl.name} {dtype} {M}x{N}x{K}: {r['error'][:120]}")
-    problems += [f"stale: {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']} ({r['stale_because']})"
-                 for r in evidence.stale_rows(path)]
-    for col in ("commit", "gpu"):
+    if current:
+        problems += [f"stale: {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']} ({r['stale_because']})"
+                     for r in evidence.stale_rows(path)]
+    for col in ("commit", "gpu") if current else ("gpu",):
         values = sorted({r[col] for r in rows})
         if len(values) > 1:
             problems.append(f"rows of {len(values)} {col}s: {', '.join(values)}")
