@@ -81,15 +81,29 @@ struct Cfg {
     static_assert(!PRODUCER_WG || 128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168,
                   "the block's register pool");
     static_assert(CLUSTER == 1 || PRODUCER_WG, "a cluster's blocks each have a producer warpgroup");
+    static_assert(CONSUMERS == 1 || CONSUMERS == 2, "the consumer body is instantiated per warpgroup: Wg<0>, Wg<1>");
 };
 
 // A shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): the start
 // address, the leading and stride byte offsets, all in 16-byte units.  A (K-major): rows 128 bytes apart, 8-row
 // groups 1024 (the stride offset; the leading one is unused).  B (N-major): 64-column boxes 8 KiB apart (the
-// leading offset), 8-k-row groups 1024 (the stride offset).
-__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t leading, uint32_t stride) {
-    return ((addr & 0x3FFFF) >> 4) | (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32) | (1ull << 62);
+// leading offset), 8-k-row groups 1024 (the stride offset).  Its high word (the stride offset and the swizzle)
+// is the same for every operand here, so the k-loop moves only the low word, in 32 bits: the start address
+// field (bits 0-13) holds any shared address (< 228 KiB, < 2^18), so a slot's or a k16 step's offset added to
+// it never carries into the leading offset (bits 16-29).
+constexpr uint32_t DESC_HI = (1024 >> 4) | (1u << 30);
+__device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t leading) {
+    return ((addr & 0x3FFFF) >> 4) | ((leading >> 4) << 16);
 }
+__device__ __forceinline__ uint64_t desc(uint32_t lo) { return (uint64_t(DESC_HI) << 32) | lo; }
+
+// A consumer warpgroup's index, as a run-time value or as a compile-time one (Wg<V>): the consumers' body is
+// instantiated once per warpgroup, so that what depends on the index (its rows of A, its named barrier, its
+// epilogue buffers) folds into constants and the k-loop's state stays in uniform registers.
+template <int V>
+struct Wg {};
+template <int V>
+__device__ __forceinline__ constexpr int wg_index(Wg<V>) { return V; }
 
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -183,10 +197,10 @@ __device__ __forceinline__ void store_tile(const float (&acc)[ACC], int row0, in
 // of row r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 129k
 // conflicts on 395k store wavefronts at 4096^3 fp16, Gluon's epilogue 14k on 328k: not explained), and its
 // first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two
-// buffers, and a buffer is rewritten once the store two pieces ago has read it.  `first` counts the pieces this
-// warpgroup stored before, over all its tiles: a tile whose rows end inside it stores an odd count (256x192
-// tiles, 3 pieces per m64 block), and a count restarted per tile then rewrote the buffer that the last store
-// could still be reading (wrong rows at 5000x7000x64, found on the H200 in the fifteenth session).
+// buffers, and a buffer is rewritten once the store two pieces ago has read it.  `first` is the parity of the
+// pieces this warpgroup stored before, over all its tiles: a tile whose rows end inside it stores an odd count
+// (256x192 tiles, 3 pieces per m64 block), and a count restarted per tile then rewrote the buffer that the last
+// store could still be reading (wrong rows at 5000x7000x64, found on the H200 in the fifteenth session).
 template <class C, class T, bool HAS_C, int ACC>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC], uint32_t bufs, int first,
                                                const CUtensorMap& map_d, int row0, int col0, int warp, int lane,
@@ -322,73 +336,82 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         if (!C::PRODUCER_WG && tid == 0)
             for (int i = 0; i < C::STAGES && load.more(); ++i) load.next();
 
-        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), c = ctid >> 7, warp = (ctid >> 5) & 3, lane = tid & 31;
+        const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), warp = (ctid >> 5) & 3, lane = tid & 31;
         const float alpha = (float)alpha_, beta = (float)beta_;
-        // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
-        // of 128 bytes: 512 units) move the start address.
-        const uint64_t desc_a = descriptor(ring + c * C::WG_M * 64 * 128, 16, 1024);
-        const uint64_t desc_b = descriptor(ring + C::A_BYTES, C::B_BOX_BYTES, 1024);
-        // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
-        // cluster (lane r for block r).
-        auto release = [&](uint32_t s) {
-            if (C::CLUSTER > 1) {
-                if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
-            } else if (lane == 0) {
-                async_copy::mbar_arrive(&empty[s]);
-            }
-            if (!C::PRODUCER_WG && tid == 0 && load.more()) load.next();
-        };
-        uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
-        int stored = 0;              // D pieces this warpgroup has stored (TMA_STORE), all tiles so far
-        Work<C> w = work;
-        while (w.next()) {
-            int m0, n0;
-            w.at(m0, n0);
-            float acc[C::WG_M][C::ACC];
-            uint32_t prev = 0;
-            for (int kt = 0; kt < w.k_tiles; ++kt) {
-                async_copy::mbar_wait(&full[s], phase);
-                const uint32_t off = s * (C::SLOT_BYTES >> 4);
-                fence();
+        auto consume = [&](auto wg) {   // consumer warpgroup c's tiles
+            constexpr int c = wg_index(decltype(wg){});
+            // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
+            // of 128 bytes: 512 units) move the start address.
+            const uint32_t desc_a = desc_lo(ring + c * C::WG_M * 64 * 128, 16);
+            const uint32_t desc_b = desc_lo(ring + C::A_BYTES, C::B_BOX_BYTES);
+            // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
+            // cluster (lane r for block r).
+            auto release = [&](uint32_t s) {
+                if (C::CLUSTER > 1) {
+                    if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
+                } else if (lane == 0) {
+                    async_copy::mbar_arrive(&empty[s]);
+                }
+                if (!C::PRODUCER_WG && tid == 0 && load.more()) load.next();
+            };
+            uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
+            [[maybe_unused]] int stored = 0;   // the parity of the D pieces this warpgroup has stored, all tiles
+            Work<C> w = work;
+            while (w.next()) {
+                int m0, n0;
+                w.at(m0, n0);
+                float acc[C::WG_M][C::ACC];
+                uint32_t prev = 0;
+                for (int kt = 0; kt < w.k_tiles; ++kt) {
+                    async_copy::mbar_wait(&full[s], phase);
+                    const uint32_t off = s * (C::SLOT_BYTES >> 4);
+                    fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
+                    for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
 #pragma unroll
-                    for (int mi = 0; mi < C::WG_M; ++mi)
-                        mma<T, C::BN>(acc[mi], desc_a + off + 2 * kk + 512 * mi, desc_b + off + 128 * kk, kt | kk);
-                commit();
-                wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
+                        for (int mi = 0; mi < C::WG_M; ++mi)
+                            mma<T, C::BN>(acc[mi], desc(desc_a + off + 2 * kk + 512 * mi),
+                                          desc(desc_b + off + 128 * kk), kt | kk);
+                    commit();
+                    wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
+#pragma unroll
+                    for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
+                    if (kt > 0) release(prev);
+                    prev = s;
+                    if (++s == C::STAGES) s = 0, phase ^= 1;
+                }
+                wait<0>();
 #pragma unroll
                 for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
-                if (kt > 0) release(prev);
-                prev = s;
-                if (++s == C::STAGES) s = 0, phase ^= 1;
-            }
-            wait<0>();
+                release(prev);
 #pragma unroll
-            for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
-            release(prev);
-#pragma unroll
-            for (int mi = 0; mi < C::WG_M; ++mi) {
-                const int row0 = m0 + 64 * (C::WG_M * c + mi);
-                if (row0 >= M) break;   // a cluster's tile past M, or this warpgroup's share of it
-                if constexpr (C::TMA_STORE) {
-                    const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
-                    const int first = stored;
-                    stored += C::ACC / 32;
-                    if (beta != 0.0f)
-                        store_tile_tma<C, T, true>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
-                                                   alpha, beta, Cm, ldc);
-                    else
-                        store_tile_tma<C, T, false>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
-                                                    alpha, beta, Cm, ldc);
-                } else {
-                    if (beta != 0.0f)
-                        store_tile<T, true>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
-                    else
-                        store_tile<T, false>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+                for (int mi = 0; mi < C::WG_M; ++mi) {
+                    const int row0 = m0 + 64 * (C::WG_M * c + mi);
+                    // A cluster's tile past M, or this warpgroup's share of it.  Decided by a warp vote, which
+                    // nvcc knows to be warp-uniform: with a plain compare the whole loop's state left the uniform
+                    // registers (the k-loop: 59 SASS instructions for 4 HGMMA with the vote, 69 without).
+                    if (__all_sync(~0u, row0 >= M)) break;
+                    if constexpr (C::TMA_STORE) {
+                        const uint32_t bufs = pieces + c * 2 * C::PIECE_BYTES;
+                        const int first = stored;
+                        stored ^= (C::ACC / 32) & 1;   // an even count per block folds to a constant
+                        if (beta != 0.0f)
+                            store_tile_tma<C, T, true>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
+                                                       alpha, beta, Cm, ldc);
+                        else
+                            store_tile_tma<C, T, false>(acc[mi], bufs, first, *map_d, row0, n0, warp, lane, 1 + c, M, N,
+                                                        alpha, beta, Cm, ldc);
+                    } else {
+                        if (beta != 0.0f)
+                            store_tile<T, true>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+                        else
+                            store_tile<T, false>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
+                    }
                 }
             }
-        }
+        };
+        if (C::CONSUMERS == 1 || ctid < 128) consume(Wg<0>{});
+        else consume(Wg<1>{});
         if (C::TMA_STORE && (tid & 127) == 0) tma::store_wait<0, false>();   // the pieces outlive their last store
     }
     // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
