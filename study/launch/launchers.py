@@ -369,7 +369,10 @@ class CudaModelDispatch(CudaDispatch):
     def shapes(self, sms: int) -> list[tuple[int, int]]:
         """Per choice, a ragged M x N that picks it, of at least 2.5 tiles per SM (every block walks several, its
         ring running on from one into the next) in an odd count of tile-rows (a cluster's last tile wholly past
-        M): what the GPU suite and the sanitizer run for each choice."""
+        M): what the GPU suite and the sanitizer run for each choice.  M ends 120 rows short of a whole tile-row,
+        so that the last one's rows end 8 rows into an m64 block: in a 128-row tile, inside the first consumer
+        (the second has none); in a 256-row one, inside the second's first block (3 of its 6 pieces of 64x64 D:
+        an odd count, which the TMA-store epilogue's buffer parity must carry into the next tile)."""
         need = -(-5 * sms // 2)
         root = max(1, round(need ** 0.5))
         out = []
@@ -377,8 +380,8 @@ class CudaModelDispatch(CudaDispatch):
             bm, bn = c.tile
             grids = ((rows, cols) for rows in sorted(range(1, 8 * root, 2), key=lambda r: abs(r - root))
                      for cols in range(-(-need // rows), -(-need // rows) + 4 * root))
-            shape = next(((rows * bm - 37, cols * bn - 61) for rows, cols in grids
-                          if self.pick(rows * bm - 37, cols * bn - 61, sms) is c), None)
+            shape = next(((rows * bm - 120, cols * bn - 61) for rows, cols in grids
+                          if self.pick(rows * bm - 120, cols * bn - 61, sms) is c), None)
             if shape is None:
                 raise ValueError(f"no ragged shape of many tiles picks the {c.tile} tile on {sms} SMs")
             out.append(shape)
