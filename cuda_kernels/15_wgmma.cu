@@ -28,14 +28,12 @@
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
 //              ncu: L2 bytes 1.50 -> 1.39 GB in all), and measured no faster (NOTES.md, "Eleventh session").
-// Measured:    H100 SXM, the sweep of b244b21, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
-//              stage 13's TMA form 479.3 (65%; 83%) -> -1wg 488.8 (66%; 56%: one warpgroup waits on its own
-//              wgmmas) -> -ws 654.7 (88%; 80%: two consumers keep the pipe fed) -> -persistent 663.3 (89%; 82%)
-//              -> -cluster 665.4 (90%; 82%, L2 bytes 1.50 -> 1.39 GB) -> with the TMA-store epilogue and a
-//              balanced grid instead, cuda:15_wgmma: 746.0 (100.5%; 94.2%, cuBLAS's 95.0%), 688.3 at 8192^3
-//              (100.7%, wgmma_wide's tiles); bf16 762.9 (101.0%) and 719.0 (100.0%).  H200: 97.2-101.2%.
-//              Those rows predate the epilogue fix of 2338d5e (store_tile_tma's `first`); the H200's re-measured
-//              rows of the fixed kernel are 99.3-100.4% of that sweep's cuBLAS rows (not timed beside them).
+// Measured:    H100 SXM, the sweep of aa433d3, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
+//              stage 13's TMA form 476.1 (64%; 83%) -> -1wg 486.2 (65%; 56%: one warpgroup waits on its own
+//              wgmmas) -> -ws 646.3 (87%; 79%: two consumers keep the pipe fed) -> -persistent 653.2 (88%; 82%)
+//              -> -cluster 657.9 (88%; 81%, L2 bytes 1.45 -> 1.37 GB) -> with the TMA-store epilogue and a
+//              balanced grid instead, cuda:15_wgmma: 743.5 (99.98%; 94.3%, cuBLAS's 95.0%), 671.7 at 8192^3
+//              (100.3%, wgmma_wide's tiles); bf16 765.1 (101.5%) and 699.1 (99.2%).  H200: 98.6-102.7%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call

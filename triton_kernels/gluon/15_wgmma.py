@@ -22,9 +22,9 @@ Changed:    from Gluon 13: cp.async by every thread -> TMA by one warp; ldmatrix
             warp and two consumer warpgroups with their registers set apart (setmaxnreg).
 Why faster: Stage 13's warps spend issue slots on ldmatrix, mma.sync and copy addresses; here one wgmma per
             warpgroup does a 64x256x16 step from shared memory and the copy engine does the address work, so
-            the tensor pipe can stay near its peak.  Measured (H100, reports/h100/results.csv): 748.6 fp16 and
-            768.3 bf16 TFLOP/s at 4096^3 (100.8% and 101.7% of cuBLAS), 688.7 and 724.2 at 8192^3 (100.8%,
-            100.7%); on the H200 99.9-102.0% at all four; gluon:13_swizzle was 60-65%.
+            the tensor pipe can stay near its peak.  Measured (H100, reports/h100/results.csv): 745.8 fp16 and
+            768.0 bf16 TFLOP/s at 4096^3 (100.3% and 101.9% of cuBLAS), 690.7 and 717.5 at 8192^3 (103.1%,
+            101.8%); on the H200 101.1-101.7% at all four; gluon:13_swizzle was 60-65%.
 Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; the TMA store clips D at M
             and N.  beta == 0 (HAS_C=False) compiles no read of C.
 Alignment:  a tensor descriptor needs 16-byte aligned starts and leading dimensions (of A, B, D, and C when
