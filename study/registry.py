@@ -14,6 +14,7 @@ study/launch/launchers.py; a stage's unregistered tuning variants are declared h
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,6 +227,8 @@ def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = Tru
 # 0.6-7.4 at 6144^3, and about as much at 8192^3 despite its 2.3% worse waves).  The launcher takes the one of
 # least modelled time.
 WIDE_COST = (0.96, 1.0)
+WGMMA_WIDE = _wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64), spills_ok=True, balance=True)
+WGMMA_TMA = _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=True)
 
 
 def _wgmma_stage() -> list[Impl]:
@@ -240,9 +243,7 @@ def _wgmma_stage() -> list[Impl]:
         # wgmma_wide spills its 8-byte tile counter (192 accumulators and ~40 live values pass 232 registers): one
         # local load and store a tile, none in the k-loop (its SASS).  Both grids balanced: the H100 probes of
         # NOTES.md, "Fifteenth session" (0.8-1.2 points at 4096^3, no change beyond the spread at 8192^3).
-        ("", CudaModelDispatch((_wgmma("wgmma_wide_{pair}", 384, (256, 192), cluster=2, d_box=(64, 64),
-                                       spills_ok=True, balance=True),
-                                _wgmma("wgmma_tma_{pair}", **ws, d_box=(64, 64), balance=True)), cost=WIDE_COST),
+        ("", CudaModelDispatch((WGMMA_WIDE, WGMMA_TMA), cost=WIDE_COST),
          "persistent, TMA-store epilogue"),
     ]
     return [
@@ -329,6 +330,11 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         # its 256x192 tiles without clusters (NOTES.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
+        # the dispatch's two kernels alone, at every size (balanced grids, as registered), and the 128x256 one on
+        # one block per SM (Gluon's grid)
+        "wide": WGMMA_WIDE,
+        "tma": WGMMA_TMA,
+        "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
     },
     "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
         "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
