@@ -27,7 +27,8 @@
 //              its peak; the copy engine does the address work; the TMA-store epilogue (per 64x64 piece, 4
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
-//              ncu: L2 bytes 1.50 -> 1.39 GB in all), and measured no faster (NOTES.md, "Eleventh session").
+//              ncu: L2 bytes 1.45 -> 1.37 GB in all at fp16 4096^3): within a point of -persistent at 4096^3,
+//              3-5 points faster at 8192^3, where the power limit sets the clock (the sweeps of aa433d3).
 // Measured:    H100 SXM, the sweep of aa433d3, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
 //              stage 13's TMA form 476.1 (64%; 83%) -> -1wg 486.2 (65%; 56%: one warpgroup waits on its own
 //              wgmmas) -> -ws 646.3 (87%; 79%: two consumers keep the pipe fed) -> -persistent 653.2 (88%; 82%)
@@ -95,9 +96,9 @@ __device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t leading) {
 }
 __device__ __forceinline__ uint64_t desc(uint32_t lo) { return (uint64_t(DESC_HI) << 32) | lo; }
 
-// A consumer warpgroup's index, as a run-time value or as a compile-time one (Wg<V>): the consumers' body is
-// instantiated once per warpgroup, so that what depends on the index (its rows of A, its named barrier, its
-// epilogue buffers) folds into constants and the k-loop's state stays in uniform registers.
+// A consumer warpgroup's index as a compile-time constant (Wg<V>): the consumers' body is instantiated once
+// per warpgroup, so that what depends on the index (its rows of A, its named barrier, its epilogue buffers)
+// folds into constants and the k-loop's state stays in uniform registers.
 template <int V>
 struct Wg {};
 template <int V>

@@ -346,7 +346,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
 
 def variant(name: str, variant_name: str) -> Impl:
     """Implementation `name` launched as its tuning variant `variant_name` (named "<name>/<variant>")."""
-    import dataclasses
     impl = get(name)
     try:
         launch = VARIANTS[name][variant_name]

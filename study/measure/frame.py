@@ -23,6 +23,12 @@ NUMERIC_COLUMNS = ("M", "N", "K", "alpha", "beta", "ms", "ms_p20", "ms_p80", "re
 ROW_KEY = ["impl", "dtype", "M", "N", "K", "alpha", "beta"]
 
 
+def call_key(r) -> tuple[str, str, int, int, int]:
+    """(implementation, dtype, M, N, K) of a row (a mapping: a csv.DictReader row, a pandas row or a record): the
+    call a stale mark, a profile call or a default-sweep check is about."""
+    return (r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"]))
+
+
 def as_bool(s: pd.Series) -> pd.Series:
     if s.dtype == bool:
         return s

@@ -95,8 +95,9 @@ def cases(n: int, ragged: tuple[int, int, int] | None, impls=None, stages=None, 
 def unprofiled(profile: Path) -> tuple[list[tuple[str, str, int, int, int]], int]:
     """The calls of the default profile (cases(DEFAULT_N, DEFAULT_RAGGED)) that `profile` (a profile.csv, which
     must exist) lacks, and how many calls the default profile has."""
+    from study.measure.frame import call_key
     with Path(profile).open(newline="") as f:
-        have = {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) for r in csv.DictReader(f)}
+        have = {call_key(r) for r in csv.DictReader(f)}
     wanted = cases(DEFAULT_N, DEFAULT_RAGGED)
     return [c for c in wanted if tuple(c) not in have], len(wanted)
 

@@ -285,6 +285,7 @@ def check(report_dir: Path, current: bool = True) -> list[str]:
     current=False asks only for a complete sweep: stale rows and rows of several commits pass (a report that
     awaits a re-sweep, its stale rows marked by study.report --stale)."""
     from study.measure import evidence, ncu
+    from study.measure.frame import call_key
     report_dir = Path(report_dir)
     path = report_dir / "results.csv"
     if not path.exists():
@@ -292,7 +293,7 @@ def check(report_dir: Path, current: bool = True) -> list[str]:
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     problems = []
-    have = {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])): r for r in rows
+    have = {call_key(r): r for r in rows
             if float(r["alpha"]) == 1.0 and float(r["beta"]) == 0.0}
     every = _all_dtypes()
     for M, N, K, _, dtype, ordered in plan(registry.implementations(), parse_shapes("all", False), every):

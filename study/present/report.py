@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from study.measure.frame import load_json, load_results
+from study.measure.frame import call_key, load_json, load_results
 from study.present import interactive
 from study.present.findings import findings, ptx_facts
 from study.present.formatting import fmt_num
@@ -39,21 +39,16 @@ def _env() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def _key(r) -> tuple:
-    return (r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"]))
-
-
 def stale_keys(report_dir: Path) -> set:
     """Rows measured on code that has changed since (study.measure.evidence; imports torch and triton)."""
     from study.measure.evidence import stale_rows
-    return {_key(r) for r in stale_rows(Path(report_dir) / "results.csv")}
+    return {call_key(r) for r in stale_rows(Path(report_dir) / "results.csv")}
 
 
 def fresh_rows(df: pd.DataFrame, stale: set) -> pd.DataFrame:
     if not stale or df.empty:
         return df
-    return df[[(i, d, int(m), int(n), int(k)) not in stale
-               for i, d, m, n, k in zip(df["impl"], df["dtype"], df["M"], df["N"], df["K"])]]
+    return df[[call_key(r) not in stale for r in df.to_dict("records")]]
 
 
 def _gpu(df: pd.DataFrame, env: dict | None, ceilings: dict | None) -> str:
@@ -139,9 +134,9 @@ def render_landing(root: Path, stale: dict | None = None) -> Path:
         fresh = fresh_rows(df, s or set())
         frames[summary["gpu"] or d.name] = fresh
         if gpus[0] is not summary:      # measured there but not here: an incomplete sweep says so on the landing page
-            summary["missing"] = len(primary_keys - set(map(_key, df.to_dict("records"))))
+            summary["missing"] = len(primary_keys - set(map(call_key, df.to_dict("records"))))
         if primary is None:
-            primary_keys = set(map(_key, df.to_dict("records")))
+            primary_keys = set(map(call_key, df.to_dict("records")))
             found = findings(fresh, d, ptx_facts(d))
             charts = [interactive.ladder(fresh, key) for key in ("fp32", "fp16_bf16")]
             primary = {**summary, "findings": found, "charts": [c for c in charts if c]}
@@ -207,7 +202,7 @@ def readme_block(report_dir: Path, stale: set | None = None) -> str:
                 r = r.iloc[-1]
                 own = r["baseline_impl"] == impl
                 cells.append(fmt_num(r["tflops"]) + ("" if own or pd.isna(r["pct_cublas"]) else f" ({r['pct_cublas']:.1f}%)")
-                             + (" †" if _key(r) in stale else ""))
+                             + (" †" if call_key(r) in stale else ""))
             rows.append([f"`{impl}`", dtype, mine["precision"].iloc[-1], *cells, fmt_num(mine["relerr"].iloc[0])])
         lines += ["", f"**{family.title}** ({family.unit}; % of {named})", ""]
         lines += _md_table(["implementation", "dtype", "precision", *(f"{n}³" for n in sizes), f"relerr {sizes[0]}³"],

@@ -28,7 +28,7 @@ from pygments.lexers import CudaLexer, PythonLexer
 
 from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
 from study.core.stages import STAGES, Stage
-from study.measure.frame import load_json
+from study.measure.frame import call_key, load_json
 from study.present import hierarchy
 from study.present.formatting import fmt_num
 
@@ -106,7 +106,7 @@ def result_rows(df: pd.DataFrame, s: Stage, stale: set = frozenset()) -> list[di
                      "tflops": fmt_num(r["tflops"]), "pct": f"{pct}% of {r['baseline_impl']}" if pct else "",
                      "relerr": fmt_num(r["relerr"]), "passed": bool(r["passed"]),
                      "clock": fmt_num(r["sm_clock_mhz"], 4), "commit": r.get("commit", ""),
-                     "stale": (r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) in stale})
+                     "stale": call_key(r) in stale})
     return rows
 
 

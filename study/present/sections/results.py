@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from study.measure.frame import NUMERIC_COLUMNS
+from study.measure.frame import NUMERIC_COLUMNS, call_key
 
 ID, NAV, TEMPLATE = "results", "All results", "sections/results.html.j2"
 COLUMNS = ("impl", "stage", "backend", "dtype", "precision", "M", "N", "K", "shape_set", "alpha", "beta", "ms",
@@ -20,7 +20,7 @@ def _text(col: str, v) -> str:
 def full_rows(df: pd.DataFrame, stale: set) -> list[dict]:
     out = []
     for _, r in df.iterrows():
-        key = (r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) if pd.notna(r["M"]) else None
+        key = call_key(r) if pd.notna(r["M"]) else None
         out.append({"cells": [(c, _text(c, r[c]), c in NUMERIC_COLUMNS) for c in COLUMNS],
                     "passed": bool(r["passed"]), "stale": key in stale})
     return out
