@@ -191,11 +191,11 @@ __device__ __forceinline__ void store_tile(const float (&acc)[ACC], int row0, in
     }
 }
 
-// The same tile through shared memory, in 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a
-// warp (each a 16x16 block: matrices (rows +0, +8) x (columns +0, +8)) in the 128-byte swizzle (16-byte chunk c
-// of row r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 129k
-// conflicts on 395k store wavefronts at 4096^3 fp16, Gluon's epilogue 14k on 328k: not explained), and its
-// first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two
+// The same tile through shared memory, in 64x64 pieces: the warpgroup writes a piece with 4 stmatrix.x4 a warp
+// (each a 16x16 block: matrices (rows +0, +8) x (columns +0, +8)) in the 128-byte swizzle (16-byte chunk c of row
+// r at c ^ (r % 8): by the bank arithmetic a matrix's 8 rows fill the 32 banks once, yet ncu counts 124k conflicts
+// on 422k store wavefronts at 4096^3 fp16, Gluon's kernel 15k on 331k (the profile of aa433d3): not explained),
+// and its first thread stores it with one TMA store, which clips D at M and N.  The pieces alternate between two
 // buffers, and a buffer is rewritten once the store two pieces ago has read it.  `first` is the parity of the
 // pieces this warpgroup stored before, over all its tiles: a tile whose rows end inside it stores an odd count
 // (256x192 tiles, 3 pieces per m64 block), and a count restarted per tile then rewrote the buffer that the last
