@@ -1,0 +1,76 @@
+"""How the report states a measurement: its value with its p20-p80 spread and its SM clock, whether its clock
+was held down by the power limit, and whether two measurements differ by more than their spreads.
+
+Every timed row (results.csv) carries ms (the median), ms_p20 and ms_p80 (the 20th and 80th percentiles of the
+same timed calls) and sm_clock_mhz (NVML's mean over them).  Throughput is work / time, so the row's p20 time
+is its p80 throughput and vice versa.  One helper for every page, table, hover and generated sentence.
+"""
+from __future__ import annotations
+
+import math
+
+from study.present.formatting import fmt_num
+
+# A row whose mean SM clock is below this fraction of the GPU's maximum ran power- or thermally-limited: the
+# sustained tensor-core GEMMs at 8192^3 do (about 1500-1650 of 1980 MHz on an H100 at 700 W).
+POWER_LIMITED_FRACTION = 0.95
+
+
+def _f(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def throughput_range(r) -> tuple[float, float] | None:
+    """(low, high) throughput of a row from its p80 and p20 times, in the row's own unit (tflops)."""
+    ms, p20, p80, t = _f(r.get("ms")), _f(r.get("ms_p20")), _f(r.get("ms_p80")), _f(r.get("tflops"))
+    if not (ms and p20 and p80 and t):
+        return None
+    return t * ms / p80, t * ms / p20
+
+
+def spread_pct(r) -> float | None:
+    """Half the p20-p80 width of the row's time, as a percentage of its median."""
+    ms, p20, p80 = _f(r.get("ms")), _f(r.get("ms_p20")), _f(r.get("ms_p80"))
+    if not (ms and p20 is not None and p80 is not None):
+        return None
+    return 50.0 * (p80 - p20) / ms
+
+
+def power_limited(r, max_clock_mhz) -> bool:
+    clk, top = _f(r.get("sm_clock_mhz")), _f(max_clock_mhz)
+    return bool(clk and top and clk < POWER_LIMITED_FRACTION * top)
+
+
+def fmt_measure(r, max_clock_mhz=None, unit: str = "") -> str:
+    """"743.5 ±0.3% @1980 MHz", with "power-limited" where the clock was held down."""
+    t = _f(r.get("tflops"))
+    if t is None:
+        return ""
+    text = fmt_num(t, 4) + (f" {unit}" if unit else "")
+    if (s := spread_pct(r)) is not None:
+        text += f" ±{s:.1f}%"
+    if (clk := _f(r.get("sm_clock_mhz"))) is not None:
+        text += f" @{clk:.0f} MHz"
+        if power_limited(r, max_clock_mhz):
+            text += " (power-limited)"
+    return text
+
+
+def tie(a, b) -> bool:
+    """True when the two rows' throughput ranges (p20-p80) overlap: a difference inside the combined spread is
+    a tie, never "faster" or "behind".  Rows without a spread tie only when equal."""
+    ra, rb = throughput_range(a), throughput_range(b)
+    if ra is None or rb is None:
+        return _f(a.get("tflops")) == _f(b.get("tflops"))
+    return ra[0] <= rb[1] and rb[0] <= ra[1]
+
+
+def compare_word(a, b, faster: str = "faster than", slower: str = "behind", same: str = "tied with") -> str:
+    """How row a stands against row b in a generated sentence: a tie inside the spread, else faster or slower."""
+    if tie(a, b):
+        return same
+    return faster if _f(a.get("tflops")) > _f(b.get("tflops")) else slower
