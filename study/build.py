@@ -3,19 +3,18 @@ no GPU needed), and print each entry's registers, shared memory and spills; exit
 declared deliberate.  The cubins land in the build cache (study/launch/build.py)."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from study.core import cli
 from study import registry
 from study.launch.build import DEFAULT_ARCH, build
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m study.build", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.parser("build", __doc__)
     ap.add_argument("--arch", default=DEFAULT_ARCH, help="sm_XX target without 'sm_' (default 90a)")
     args = ap.parse_args(argv)
     bad = 0

@@ -36,7 +36,6 @@ names and descriptions on a machine without torch.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime as dt
 import math
@@ -47,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from study.core import cli
 from study.core.paths import ROOT
 
 KS = (256, 1024, 4096, 16384)
@@ -468,7 +468,7 @@ def _fmt(v, spec: str = ".2e") -> str:
 
 def main(argv: list[str] | None = None, render=None) -> int:
     """The accuracy study; `render(out_dir)`, if given, renders the report afterwards (unless --no-report)."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.parser("accuracy", __doc__)
     ap.add_argument("--quick", action="store_true", help="fewer K and Figure 8 k values, shorter timing budget")
     ap.add_argument("--out", type=Path, default=ROOT / "reports")
     ap.add_argument("--size", type=int, default=1024, help="M = N of the error-vs-K study (default 1024)")

@@ -32,7 +32,6 @@ parts moved when a key no longer matches.  The sanitizer records also key on stu
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import datetime as dt
@@ -44,6 +43,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from study.core import cli
 from study import registry
 from study.core.paths import ROOT
 
@@ -475,7 +475,7 @@ def stale_rows(csv_path: Path | str, keys: Keys | None = None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.parser("evidence", __doc__)
     ap.add_argument("--keys", action="store_true", help="print every implementation's current key and parts")
     ap.add_argument("--stale", nargs="*", metavar="CSV", default=None,
                     help="list stale rows of these results.csv files (default: every reports/**/results.csv)")

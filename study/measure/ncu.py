@@ -32,6 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from study.core import cli
 from study.core.paths import BENCH_DIR, ROOT
 
 MARKER = "profile_marker"
@@ -266,7 +267,7 @@ def _list(text: str) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m study.profile", description=__doc__.splitlines()[0])
+    ap = cli.parser("profile", __doc__)
     ap.add_argument("--n", type=int, default=DEFAULT_N)
     ap.add_argument("--ragged", type=lambda t: None if t == "none" else _shape(t), default=DEFAULT_RAGGED,
                     help="MxNxK of the ragged call, or 'none' (default 3001x2999x1001)")

@@ -7,7 +7,10 @@ operand layout it declares; aligned and misaligned operands; 1x1x1, a ragged siz
 for every shape class; with and without C) while Triton's launch is replaced by a recorder.  The recorder
 binds the arguments exactly as the JIT would on an sm_90a device (the same specialisation: 16-byte
 alignment, integers equal to 1, constexprs) and, for an autotuned kernel, records every config it may pick.
-Each distinct compile unit is then compiled with `triton.compile` for sm_90a, and its PTX read:
+Each distinct compile unit is then compiled with `triton.compile` for sm_90a, in the environment its launcher
+compiled it in (a launcher may set a compiler switch around its launch, as stage 12 sets DISABLE_MMA_V3: every
+variable that differs from the environment at the recorder's start is recorded with the unit, is part of its
+identity, and is set again around its compile), and its PTX read:
 
 * `ptx`: SHA-256 of the PTX's code (debug sections, comments, .file and .loc lines dropped), what the
   evidence key (study/measure/evidence.py) holds for this implementation;
@@ -19,15 +22,16 @@ specialisation and the options, so only changed kernels are compiled again.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+from study.core import cli
 from study.core.paths import ROOT
 
 TARGET = ("cuda", 90, 32)
@@ -67,6 +71,7 @@ class _Recorder:
     def __init__(self):
         self.units: dict[str, dict] = {}      # unit id -> what to compile
         self.calls: list[str] = []            # unit ids recorded since the last reset
+        self.base_env = dict(os.environ)      # what a launcher's own switches are told apart from
 
     def install(self):
         import types
@@ -89,7 +94,8 @@ class _Recorder:
             desc = {"kernel": fn.fn.__qualname__, "module": fn.fn.__module__, "signature": signature,
                     "constexprs": {str(k): repr(v) for k, v in constexprs.items()},
                     "attrs": {str(k): repr(v) for k, v in attrs.items()},
-                    "options": {k: getattr(options, k, None) for k in OPTION_KEYS}}
+                    "options": {k: getattr(options, k, None) for k in OPTION_KEYS},
+                    "env": launch_env(rec.base_env)}
             uid = hashlib.sha256(json.dumps([fn.cache_key, desc], sort_keys=True, default=str).encode()).hexdigest()
             rec.units.setdefault(uid, {**desc, "_src": (fn, signature, constexprs, attrs, options)})
             rec.calls.append(uid)
@@ -105,6 +111,26 @@ class _Recorder:
         props = types.SimpleNamespace(multi_processor_count=SMS, name="offline sm_90a", major=9, minor=0)
         torch.cuda.get_device_properties = lambda *a, **k: props
         torch.cuda.current_device = lambda: 0
+
+
+def launch_env(base: dict) -> dict[str, str | None]:
+    """The environment variables a launcher changed around its launch (the JIT compiles then, and Triton's
+    compiler reads switches such as DISABLE_MMA_V3 from the environment): name -> value, None if unset."""
+    now = os.environ
+    return {k: now.get(k) for k in sorted(set(base) | set(now)) if base.get(k) != now.get(k)}
+
+
+@contextmanager
+def environment(env: dict[str, str | None]):
+    """os.environ with `env` applied (None unsets), restored afterwards."""
+    old = {k: os.environ.get(k) for k in env}
+    try:
+        for k, v in env.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 def _operand(rows: int, cols: int, dtype, col_major: bool, aligned: bool):
@@ -148,7 +174,8 @@ def _compile(unit: dict) -> dict:
     fn, signature, constexprs, attrs, options = unit["_src"]
     source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
     try:
-        k = triton.compile(source, target=GPUTarget(*TARGET), options=options.__dict__)
+        with environment(unit.get("env") or {}):
+            k = triton.compile(source, target=GPUTarget(*TARGET), options=options.__dict__)
     except Exception as e:  # noqa: BLE001 - a unit that does not compile is itself the finding
         return {"error": f"{type(e).__name__}: {str(e)[-400:]}"}
     return {"ptx": code_hash(k.asm["ptx"]), **facts(k.asm["ptx"], k.asm.get("ttir", "")),
@@ -175,7 +202,7 @@ def _compile_index(uid: str) -> tuple[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = cli.parser("measure.offline", __doc__)
     ap.add_argument("--impls", default="", help="comma list (default: every Triton and Gluon implementation)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)

@@ -15,10 +15,10 @@ tuning aid: the numbers a reader is shown come from the sweep of registered impl
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 
+from study.core import cli
 from study import registry
 
 
@@ -100,8 +100,7 @@ def _print(r: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m study.probe", description=__doc__.splitlines()[0],
-                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.parser("probe", __doc__)
     ap.add_argument("--impls", default="", help="comma list of implementations (python -m study.probe --list)")
     ap.add_argument("--variants", default="", help="comma list of their variants, or 'all' (default: none)")
     ap.add_argument("--shapes", default="4096", help="comma list of N (N^3) or MxNxK (default 4096)")

@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from study.core import cli
 from study.core.paths import ROOT
 from study.measure import offline
 
@@ -191,7 +192,7 @@ def build(names: list[str], jobs: int = os.cpu_count() or 1) -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m study.ptx", description=__doc__.splitlines()[0])
+    ap = cli.parser("ptx", __doc__)
     ap.add_argument("--impls", default="", help="comma list (default: every Triton and Gluon implementation)")
     ap.add_argument("--out", type=Path, default=PTX_JSON, help="where to write (default: reports/ptx.json); "
                     "with --impls, its other entries are kept")

@@ -11,7 +11,7 @@ import torch
 
 from study.core.contract import DTYPES
 from study.core.schema import RESULT_COLUMNS
-from study.measure.timing import ClockSampler, L2Flusher, bench
+from study.measure.timing import IDLE_GAP_MS, POWER_LIMITED_FRACTION, ClockSampler, L2Flusher, bench
 from study.core.verify import make_inputs, run_and_judge
 
 
@@ -26,8 +26,10 @@ def compulsory_bytes(M: int, N: int, K: int, dtype: str, out_dtype: str, beta: f
 
 
 class Runner:
-    def __init__(self, device: torch.device, budget_ms: float = 300.0, min_reps: int = 3, context: dict | None = None):
+    def __init__(self, device: torch.device, budget_ms: float = 300.0, min_reps: int = 3, context: dict | None = None,
+                 max_clock_mhz: float | None = None):
         self.device = device
+        self.max_clock_mhz = max_clock_mhz    # a row timed below POWER_LIMITED_FRACTION of it is timed idle too
         self.flush = L2Flusher(device)
         self.clock = ClockSampler(device)
         self.budget_ms, self.min_reps = budget_ms, min_reps
@@ -52,6 +54,8 @@ class Runner:
                 row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, reps=t.reps, sm_clock_mhz=t.sm_clock_mhz,
                            tflops=flops(M, N, K) / (t.ms * 1e9),
                            gbps=compulsory_bytes(M, N, K, dtype, out_dtype, beta) / (t.ms * 1e6))
+                if self.power_limited(t.sm_clock_mhz):
+                    row.update(self.idle_timing(launch, t.ms))
             row.update(launch.resources() or {})
         except Exception as e:  # a failed row is a result too; the sweep goes on
             row["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
@@ -65,3 +69,20 @@ class Runner:
             if row["tflops"] != "" and baseline.get("tflops") not in ("", None):
                 row["pct_cublas"] = 100.0 * row["tflops"] / baseline["tflops"]
         return row
+
+    def power_limited(self, clock_mhz) -> bool:
+        return bool(clock_mhz and self.max_clock_mhz and clock_mhz < POWER_LIMITED_FRACTION * self.max_clock_mhz)
+
+    def idle_timing(self, launch, ms: float) -> dict:
+        """The idle-gap protocol's columns for a call that ran power-limited back to back (study/measure/timing.py)."""
+        t = bench(launch, self.flush, self.clock, self.budget_ms, self.min_reps, idle_ms=max(IDLE_GAP_MS, ms))
+        return {"ms_idle": t.ms, "ms_idle_p20": t.ms_p20, "ms_idle_p80": t.ms_p80, "sm_clock_idle_mhz": t.sm_clock_mhz}
+
+    def retime_idle(self, impl, dtype: str, M: int, N: int, K: int, alpha: float, beta: float, ms: float) -> dict:
+        """idle_timing for a row of an earlier sweep (study.sweep --idle-timings): fresh inputs, judged again."""
+        x = make_inputs(M, N, K, dtype, self.device, alpha, beta, impl.out_dtypes.get(dtype, dtype))
+        verdict = run_and_judge(impl, dtype, x)
+        if not verdict.passed:
+            raise RuntimeError(f"{impl.name} {dtype} {M}x{N}x{K} failed again: {verdict.error}")
+        launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out)
+        return self.idle_timing(launch, ms)

@@ -12,13 +12,13 @@ Rows are appended to results.csv as they are measured, so an interrupted sweep l
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import sys
 import time
 from pathlib import Path
 
+from study.core import cli
 from study import registry
 from study.core.schema import RESULT_COLUMNS
 from study.core.shapes import LLAMA3, PRESETS, QUICK_SQUARE, SQUARE
@@ -129,8 +129,7 @@ def _all_dtypes() -> list[str]:
 
 def main(argv: list[str] | None = None, render=None) -> int:
     """The sweep; `render(out_dir)`, if given, renders the report afterwards (unless --no-report)."""
-    ap = argparse.ArgumentParser(prog="python -m study.sweep", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.parser("sweep", __doc__)
     ap.add_argument("--list", action="store_true", help="print implementations, stages, dtypes and shape presets")
     ap.add_argument("--stages", default="all", help="comma list of stage numbers and/or 'baseline' (default: all)")
     ap.add_argument("--backends", default=",".join(sorted({i.backend for i in registry.implementations()})),
@@ -150,6 +149,10 @@ def main(argv: list[str] | None = None, render=None) -> int:
     ap.add_argument("--budget-ms", type=float, default=None, help="timing budget per row (default: 300, quick 150)")
     ap.add_argument("--no-ceilings", action="store_true", help="skip measuring the compute and memory ceilings")
     ap.add_argument("--no-report", action="store_true", help="do not render the report afterwards")
+    ap.add_argument("--idle-timings", action="store_true",
+                    help="time the power-limited rows of the results already in --out a second time, with the GPU "
+                         "left idle before each call (study/measure/timing.py), filling their ms_idle columns; "
+                         "rows of stale code are left alone")
     ap.add_argument("--profile", action="store_true",
                     help="instead of timing: Nsight Compute counters of every implementation and dtype at 4096^3 "
                          "and one ragged shape, into profile.csv (python -m study.profile; needs ncu, as root)")
@@ -192,10 +195,16 @@ def main(argv: list[str] | None = None, render=None) -> int:
     device = torch.device("cuda", torch.cuda.current_device())
 
     env = environment.collect(device)
+    runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
+                    context={"gpu": env["gpu"], "commit": env["commit"]}, max_clock_mhz=env.get("sm_clock_max_mhz"))
+    if args.idle_timings:     # the sweep's environment.json stays; it only notes when and where this ran
+        path = args.out / "environment.json"
+        recorded = json.loads(path.read_text()) if path.exists() else {}
+        recorded["idle_timings"] = {k: env.get(k) for k in ("date", "commit", "gpu", "driver")}
+        path.write_text(json.dumps(recorded, indent=2))
+        return add_idle_timings(args.out / "results.csv", runner)
     env["sweep_args"] = " ".join(argv if argv is not None else sys.argv[1:])
     (args.out / "environment.json").write_text(json.dumps(env, indent=2))
-    runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
-                    context={"gpu": env["gpu"], "commit": env["commit"]})
     if not args.no_ceilings and not ((args.resume or args.refresh_stale) and (args.out / "ceilings.json").exists()):
         print("measuring ceilings ...", flush=True)
         ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
@@ -260,6 +269,30 @@ def _print_table(rows):
                 print(f"  {r['impl']:22s} {r['precision']:13s} {tf if tf is not None else float('nan'):8.2f} "
                       f"{pct if pct is not None else float('nan'):7.1f}%  {_num(r['relerr']) or 0:.2e}  "
                       f"{_num(r['sm_clock_mhz']) or 0:.0f}")
+
+
+def add_idle_timings(path: Path, runner) -> int:
+    """Fill the idle-gap columns of every row of `path` that ran power-limited and lacks them (current code only)."""
+    from study.measure import evidence
+    stale = {_key(r) for r in evidence.stale_rows(path)}
+    with Path(path).open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    todo = [r for r in rows if _key(r) not in stale and str(r["passed"]) == "True" and not r.get("ms_idle")
+            and runner.power_limited(_num(r["sm_clock_mhz"]))]
+    print(f"study.sweep --idle-timings: {len(todo)} power-limited rows of {len(rows)}", flush=True)
+    for i, r in enumerate(todo):
+        try:
+            r.update(runner.retime_idle(registry.get(r["impl"]), r["dtype"], int(r["M"]), int(r["N"]), int(r["K"]),
+                                        float(r["alpha"]), float(r["beta"]), float(r["ms"])))
+        except Exception as e:  # noqa: BLE001 - the row keeps its back-to-back figure alone
+            print(f"  {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']}: {type(e).__name__}: {e}", flush=True)
+        if i % 20 == 19 or i == len(todo) - 1:       # rewritten as it goes: a cut-short run keeps what it timed
+            with Path(path).open("w", newline="") as f:
+                w = csv.DictWriter(f, RESULT_COLUMNS, extrasaction="ignore")
+                w.writeheader()
+                w.writerows(rows)
+            print(f"  {i + 1}/{len(todo)}", flush=True)
+    return 0
 
 
 def drop_stale(path: Path) -> int:

@@ -1,5 +1,11 @@
 """Honest kernel timing: CUDA events around each call, the L2 flushed before each, the median reported,
-and the SM clock sampled by NVML while it runs (sustained GEMMs move the clock; the row says where)."""
+and the SM clock sampled by NVML while it runs (sustained GEMMs move the clock; the row says where).
+
+Two protocols.  Back to back (the default): each call follows the previous one after only the L2 flush, so a
+GEMM that draws the card to its power limit is timed at the clock it sustains.  With an idle gap (`idle_ms`): the
+host waits for the GPU to finish and then sleeps before each call, so the card cools below its power limit
+between calls and each call starts near the maximum clock.  A sweep row whose back-to-back clock falls below
+POWER_LIMITED_FRACTION of the maximum is timed both ways (study/measure/runner.py)."""
 from __future__ import annotations
 
 import statistics
@@ -10,6 +16,12 @@ from dataclasses import dataclass
 
 import torch
 
+# Below this fraction of the GPU's maximum SM clock a row counts as power-limited (a sustained 8192^3 fp16 GEMM
+# on an H100 at 700 W averages about 1600 of 1980 MHz).
+POWER_LIMITED_FRACTION = 0.95
+# The idle gap before each call of the second protocol: at least this, and at least the call's own time, so
+# the card is busy at most half the time.
+IDLE_GAP_MS = 1.0
 
 @dataclass
 class Timing:
@@ -84,19 +96,23 @@ class ClockSampler:
 
 
 def bench(fn, flush: L2Flusher, clock: ClockSampler, budget_ms: float = 300.0,
-          min_reps: int = 3, max_reps: int = 200) -> Timing:
+          min_reps: int = 3, max_reps: int = 200, idle_ms: float = 0.0) -> Timing:
     """Time `fn` (already run once, so compiled and loaded): one warm-up, an estimate, then `reps` timed
-    calls, each preceded by an L2 flush that is outside the events.  Reps fit `budget_ms`, within limits."""
+    calls, each preceded by an L2 flush that is outside the events.  Reps fit `budget_ms`, within limits.
+    idle_ms > 0: before each call the host waits for the GPU and sleeps idle_ms (the idle-gap protocol)."""
     fn()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     flush()
     s.record(); fn(); e.record(); e.synchronize()
     est = max(s.elapsed_time(e), 1e-3)
-    reps = int(min(max_reps, max(min_reps, budget_ms / est)))
+    reps = int(min(max_reps, max(min_reps, budget_ms / (est + idle_ms))))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     with clock.sampling() as clk:
         for i in range(reps):
+            if idle_ms > 0:
+                torch.cuda.synchronize()
+                time.sleep(idle_ms / 1e3)
             flush()
             starts[i].record()
             fn()

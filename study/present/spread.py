@@ -2,18 +2,16 @@
 was held down by the power limit, and whether two measurements differ by more than their spreads.
 
 Every timed row (results.csv) carries ms (the median), ms_p20 and ms_p80 (the 20th and 80th percentiles of the
-same timed calls) and sm_clock_mhz (NVML's mean over them).  Throughput is work / time, so the row's p20 time
+same timed calls) and sm_clock_mhz (NVML's mean over them); a row that ran power-limited also carries ms_idle and
+sm_clock_idle_mhz, the same call timed with the GPU left idle before each call (study/measure/timing.py).  Throughput is work / time, so the row's p20 time
 is its p80 throughput and vice versa.  One helper for every page, table, hover and generated sentence.
 """
 from __future__ import annotations
 
 import math
 
+from study.measure.timing import POWER_LIMITED_FRACTION
 from study.present.formatting import fmt_num
-
-# A row whose mean SM clock is below this fraction of the GPU's maximum ran power- or thermally-limited: the
-# sustained tensor-core GEMMs at 8192^3 do (about 1500-1650 of 1980 MHz on an H100 at 700 W).
-POWER_LIMITED_FRACTION = 0.95
 
 
 def _f(x) -> float | None:
@@ -45,8 +43,16 @@ def power_limited(r, max_clock_mhz) -> bool:
     return bool(clk and top and clk < POWER_LIMITED_FRACTION * top)
 
 
+def idle_tflops(r) -> float | None:
+    """The row's throughput under the idle-gap protocol (study/measure/timing.py), where it was timed so: only
+    rows that ran power-limited back to back are."""
+    ms, ms_idle, t = _f(r.get("ms")), _f(r.get("ms_idle")), _f(r.get("tflops"))
+    return t * ms / ms_idle if ms and ms_idle and t else None
+
+
 def fmt_measure(r, max_clock_mhz=None, unit: str = "") -> str:
-    """"743.5 ±0.3% @1980 MHz", with "power-limited" where the clock was held down."""
+    """"743.5 ±0.3% @1980 MHz"; where the clock was held down, "(power-limited; 761 @1975 MHz with idle gaps)"
+    gives the idle-gap protocol's figure beside it."""
     t = _f(r.get("tflops"))
     if t is None:
         return ""
@@ -55,8 +61,10 @@ def fmt_measure(r, max_clock_mhz=None, unit: str = "") -> str:
         text += f" ±{s:.1f}%"
     if (clk := _f(r.get("sm_clock_mhz"))) is not None:
         text += f" @{clk:.0f} MHz"
-        if power_limited(r, max_clock_mhz):
-            text += " (power-limited)"
+    if power_limited(r, max_clock_mhz):
+        idle, idle_clk = idle_tflops(r), _f(r.get("sm_clock_idle_mhz"))
+        text += " (power-limited" + (f"; {fmt_num(idle, 4)}" + (f" @{idle_clk:.0f} MHz" if idle_clk else "")
+                                     + " with idle gaps" if idle else "") + ")"
     return text
 
 
