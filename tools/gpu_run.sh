@@ -7,11 +7,12 @@
 #   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
 #   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
-#   STUDY_STEPS="build test sanitize sweep accuracy profile ncu" selects steps (default: build test sweep
-#   accuracy).  accuracy writes reports/<gpu>/accuracy.csv and fig8.csv, sized for < 3 minutes on an H100;
-#   sanitize (study/measure/sanitize.py) records compute-sanitizer counts in the evidence; profile (study/measure/ncu.py)
-#   writes reports/<gpu>/profile.csv for every implementation, bank conflicts included; ncu profiles the fp32 ladder
-#   at 4096^3, with stall reasons, into reports/ladder/profile.csv.
+#   STUDY_STEPS="build test sanitize sweep idle accuracy profile ncu" selects steps (default: build test sweep
+#   accuracy).  idle times the power-limited rows of reports/<gpu>/results.csv again with an idle gap before
+#   each call (python -m study.sweep --idle-timings).  accuracy writes reports/<gpu>/accuracy.csv and fig8.csv,
+#   sized for < 3 minutes on an H100; sanitize (study/measure/sanitize.py) records compute-sanitizer counts in the
+#   evidence; profile (study/measure/ncu.py) writes reports/<gpu>/profile.csv for every implementation, bank
+#   conflicts included; ncu profiles the fp32 ladder at 4096^3, with stall reasons, into reports/ladder/profile.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/measure/evidence.py)
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
@@ -56,6 +57,10 @@ fi
 if [[ " $STEPS " == *" sweep "* ]]; then
   log "sweep ${SWEEP_ARGS[*]}"
   python3 -m study.sweep "${SWEEP_ARGS[@]}" 2>&1 | tee "$LOGS/sweep.log" | grep -v '%|' || status=1
+fi
+if [[ " $STEPS " == *" idle "* ]]; then
+  log "idle-gap timings of the power-limited rows"
+  python3 -m study.sweep --idle-timings --out "$GPU_DIR" 2>&1 | tee "$LOGS/idle.log" || status=1
 fi
 if [[ " $STEPS " == *" accuracy "* ]]; then
   log "accuracy (stage 14, seed 002: error vs K, Figure 8)"
