@@ -27,7 +27,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from study.core import cli
 from study.core.paths import ROOT
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -149,7 +148,7 @@ def run_tool(tool: str, sanitizer: str, only: str) -> tuple[str, int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = cli.parser("sanitize", __doc__)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--evidence", type=Path, default=ROOT / "reports" / "gpu-evidence.json")
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--log-dir", type=Path, default=None, help="keep each tool's full output here")
