@@ -11,8 +11,8 @@
 //              broadcast).  With the k loop unrolled, nvcc fuses each A row's 8 k values into two 16-byte
 //              loads: the SASS has 8 LDS + 16 LDS.128 per 64 FFMA, 0.375 shared loads per FMA against 2.
 //              The accumulators live in registers (acc[TM], fully unrolled).
-// Why faster:  stage 03 measured as bound by shared-memory loads (NOTES.md).  Prediction: 2-3x over stage 03
-//              at 4096^3.  Measured: 16.9 TFLOP/s at 4096^3 on an H100, 2.0x stage 03
+// Why faster:  stage 03 measured as bound by shared-memory loads (docs/03_smem_tiling.md).  Prediction: 2-3x
+//              over stage 03 at 4096^3.  Measured: 16.9 TFLOP/s at 4096^3 on an H100, 2.0x stage 03
 //              (reports/h100/results.csv).
 //
 // Ragged edges: tiles that hang over M, N or K are zero-filled when loaded (zeros add nothing), and only

@@ -29,7 +29,7 @@
 //              copies instead of each 16-byte one and a scalar epilogue.  A always moves 4 bytes at a time.
 // Bank use:     (prediction, unmeasured: ncu's shared-store conflict counter does not see cp.async's LDGSTS)
 //              a warp's 4-byte copies of A cover 4 rows x 8 k; the swizzle puts them in 32 distinct banks.
-//              The fragment reads are stage 06's: ncu counted no shared-load conflicts (NOTES.md, stage 07).
+//              The fragment reads are stage 06's: ncu counted no shared-load conflicts (docs/07_cp_async.md).
 #include "gemm_common.cuh"
 #include "async_copy.cuh"
 #include "simt_tile.cuh"

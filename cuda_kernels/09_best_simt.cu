@@ -16,7 +16,7 @@
 //              FMAs instead of 16; BK = 32 takes a quarter of the barriers; and every copy's address is
 //              worked out once per block (Copier), so a k-tile costs one add and one compare per copy.
 // Why faster:  the FP32 pipe issues one FMA warp-instruction per scheduler per clock, so every other
-//              instruction and every stalled cycle is lost throughput (the tuning steps are in NOTES.md).
+//              instruction and every stalled cycle is lost throughput (tuning log: docs/09_best_simt.md).
 //              Measured: 46.2 TFLOP/s at 4096^3 on an H100, 89.6% of cuBLAS (reports/h100/results.csv).
 //
 // Ragged edges: a copy whose source lies outside A or B (past M, N or K) copies 0 bytes and zero-fills its
@@ -108,7 +108,7 @@ struct Copier {
             float* dst = &Bs[b_dst + B_STEP * i * T::BN];
             // Partial chunks go word by word (see stage 07's copier).  The test reads b_full, not
             // b_cols == 4: ptxas 13.0 branched the prologue's copies on the predicate output of the
-            // clamp that computes b_cols, and initcheck caught a 16-byte copy at N = 1 (NOTES.md).
+            // clamp that computes b_cols, and initcheck caught a 16-byte copy at N = 1 (docs/09_best_simt.md).
             if (VEC && k_ok && b_full) {
                 cp16(dst, src, 16);
             } else {
@@ -196,7 +196,7 @@ __device__ __forceinline__ void sgemm_best(int M, int N, int K, float alpha,
     STUDY_ENTRY_FACTS(NAME, TILE::BM, TILE::BN, TILE::THREADS, TILE::SMEM_BYTES)
 
 #ifdef BEST_EXPLORE
-// Candidates for tools/bench_variants.py (not registered); NOTES.md records what each measured.
+// Candidates for python -m study.probe (not registered); docs/09_best_simt.md records what each measured.
 using X_128x128_8x8 = Tile<128, 128, 16, 3, 2, 4>;     // 8 warps, 8x8 per lane
 using X_256x128_16x8 = Tile<256, 128, 16, 3, 2, 4>;    // CUTLASS's 256x128 shape, 16x8 per lane
 using X_128x256_bk16 = Tile<128, 256, 16, 3, 1, 8>;

@@ -171,8 +171,9 @@ __device__ __forceinline__ void gemm_mma(int M, int N, int K, double alpha_, con
     STUDY_ENTRY_FACTS(NAME, CFG::BM, CFG::BN, CFG::THREADS, CFG::SMEM_BYTES)
 
 #ifdef MMA_EXPLORE
-// Candidates for tools/mma_probe.py (not registered; NOTES.md has their figures): the same kernel with padded
-// rows (8 elements: every ldmatrix row 16 bytes further round the banks), and stage 13's geometry unswizzled.
+// Candidates for python -m study.probe (not registered; docs/12_mma_ldmatrix.md has their figures): the same
+// kernel with padded rows (8 elements: every ldmatrix row 16 bytes further round the banks), and stage 13's
+// geometry unswizzled.
 using XPad8 = Cfg<128, 128, 32, 2, 4, 3, 8>;
 using XBig = Cfg<128, 256, 64, 2, 4, 4>;
 MMA_ENTRY(x12_pad8_f16, XPad8, __half, true, 1)

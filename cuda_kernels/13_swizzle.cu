@@ -27,7 +27,7 @@
 //              overlaps the tile before; D is stored from the registers; setmaxnreg gives the producers 40
 //              registers and the consumers 232.  Edges: the tensor maps read zeros past M, N and K; stores
 //              are masked.
-// Why faster:  predicted ~70% of cuBLAS (the ablations are in NOTES.md).  Measured: fp16 481.8 TFLOP/s at
+// Why faster:  predicted ~70% of cuBLAS (the ablations: docs/13_swizzle.md).  Measured: fp16 481.8 TFLOP/s at
 //              4096^3 on an H100, 63.7% of cuBLAS (reports/h100/results.csv).
 //
 // Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
@@ -73,7 +73,7 @@ __device__ __forceinline__ void load_fragments(uint32_t (&af)[MI][4], uint32_t (
 }
 
 // STAGED: the epilogue goes through shared memory (false: D stored from the fragments, as in stage 12).
-// ABL (tools/mma_probe.py ablations only, never registered: their results are wrong): 1 = no copies in the
+// ABL (probe ablations only, docs/13_swizzle.md, never registered: their results are wrong): 1 = no copies in the
 // k-loop, 2 = no fragment loads in the k-loop, 4 = no cp.async wait or barrier in the k-loop.
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int GROUP_M_ = 8, bool STAGED_ = true,
           int ABL_ = 0>
@@ -459,7 +459,7 @@ __device__ __forceinline__ void gemm_swizzle_tma(const CUtensorMap& map_a, const
     SWIZZLE_ENTRY(NAME##_bf16, CFG, __nv_bfloat16, true, MIN_BLOCKS)
 
 #ifdef MMA_EXPLORE
-// Candidates for tools/mma_probe.py (not registered); NOTES.md records what they gave.
+// Candidates for python -m study.probe (not registered); docs/13_swizzle.md records what they gave.
 using X13_128X256X64_S3 = Cfg<128, 256, 64, 2, 4, 3>;
 SWIZZLE_PAIR(x13_128x256x64_s3, X13_128X256X64_S3, 1)
 using X13_256X128X64_S4 = Cfg<256, 128, 64, 4, 2, 4>;

@@ -223,7 +223,7 @@ def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = Tru
 
 
 # The last form's two tiles, 256x192 in clusters of 2 and 128x256: the time per output of each at equal waves
-# (the H100 probes of NOTES.md, "Thirteenth session": the bigger tile 0.6-1.3 points faster at 4096x6144x4096,
+# (the H100 probes of docs/15_wgmma.md, "A 256x192 tile ...": the bigger tile 0.6-1.3 points faster at 4096x6144x4096,
 # 0.6-7.4 at 6144^3, and about as much at 8192^3 despite its 2.3% worse waves).  The launcher takes the one of
 # least modelled time.
 WIDE_COST = (0.96, 1.0)
@@ -242,7 +242,8 @@ def _wgmma_stage() -> list[Impl]:
         ("-cluster", _wgmma("wgmma_cluster_{pair}", **ws, cluster=2), "persistent, clusters of 2, B multicast"),
         # wgmma_wide spills its 8-byte tile counter (192 accumulators and ~40 live values pass 232 registers): one
         # local load and store a tile, none in the k-loop (its SASS).  Both grids balanced: the H100 probes of
-        # NOTES.md, "Fifteenth session" (0.8-1.2 points at 4096^3, no change beyond the spread at 8192^3).
+        # docs/15_wgmma.md, "Balanced persistent grids" (0.8-1.2 points at 4096^3, no change beyond the spread
+        # at 8192^3).
         ("", CudaModelDispatch((WGMMA_WIDE, WGMMA_TMA), cost=WIDE_COST),
          "persistent, TMA-store epilogue"),
     ]
@@ -304,8 +305,8 @@ def _tcec_stage() -> list[Impl]:
 # --- tuning variants: unregistered, re-run by name with `python -m study.probe --impls NAME --variants V`.
 # Implementation -> {variant: its launch record}.  Each is built with its own nvcc -D macro, under which the
 # .cu file compiles the variant's entries (or its other constants); one without a scalar twin takes aligned
-# operands only (a TMA variant sends the others to the registered cp.async kernel).  NOTES.md records what
-# each measured.
+# operands only (a TMA variant sends the others to the registered cp.async kernel).  The stage's file in
+# docs/ records what each measured.
 _BEST_EXPLORE = dict(source="09_best_simt.cu", defines=("BEST_EXPLORE",), aligned_only=True)
 _MMA_EXPLORE = dict(pairs=HALF_IO_TAGS, defines=("MMA_EXPLORE",), aligned_only=True)
 VARIANTS: dict[str, dict[str, CudaLaunch]] = {
@@ -324,10 +325,10 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:15_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (NOTES.md: no faster)
+    "cuda:15_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (docs/15_wgmma.md: no faster)
         "cluster": _wgmma("x15_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                           aligned_only=True),
-        # its 256x192 tiles without clusters (NOTES.md: slower than with them)
+        # its 256x192 tiles without clusters (docs/15_wgmma.md: slower than with them)
         "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
         # the dispatch's two kernels alone, at every size (balanced grids, as registered), and the 128x256 one on

@@ -14,7 +14,7 @@ Changed:    nothing in the kernel against stage 13; the stage's Triton column sh
 Why faster: it is not faster than stage 13 (it is the same kernel): the comparison this stage makes is
             against cuda:15_wgmma and gluon:15_wgmma.  Under this name it measured 98.2-100.7% of cuBLAS on an H100
             (fp16 and bf16, 4096^3 and 8192^3; reports/h100/results.csv).
-Warp specialization, tried (Triton 3.6, sm_90a; NOTES.md, tenth session): tl.range(warp_specialize=True)
+Warp specialization, tried (Triton 3.6, sm_90a; docs/15_wgmma.md): tl.range(warp_specialize=True)
             changes nothing at 8 warps or with flatten=True.  At num_warps=4, an unflattened tile loop,
             device-side descriptors (tl.make_tensor_descriptor) and a whole-tile epilogue, the compiler does
             build a producer warpgroup and two consumer warpgroups (setmaxnreg 40/232, 8 wgmma m64n256k16 a
