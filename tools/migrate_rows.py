@@ -32,7 +32,7 @@ KEY_MODULES = ("study/measure/evidence.py", "study/measure/offline.py", "study/l
 
 def code_keys(tree: Path) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", "import json; from study import evidence as e; k = e.Keys(); "
+    out = subprocess.run([sys.executable, "-c", "import json; from study.measure import evidence as e; k = e.Keys(); "
                           "print(json.dumps({i.name: k.code_key(i.name) for i in k.impls}))"],
                          cwd=tree, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
