@@ -21,6 +21,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export GEMM_STUDY_CACHE="${GEMM_STUDY_CACHE:-/tmp/gemm-study-cache}"
+# Autotuned Triton kernels keep the config they first pick, on disk: the tests, the sweep and the profile of one
+# call then run the same config.
+export TRITON_CACHE_AUTOTUNING=1
 OUT="${OUT:-/tmp/gemm-study-out}"; LOGS="$OUT/logs"; mkdir -p "$LOGS"   # $OUT brings back 8 files at most: logs go in one tarball
 STEPS="${STUDY_STEPS:-build test sweep accuracy}"
 SWEEP_ARGS=("$@"); [ ${#SWEEP_ARGS[@]} -eq 0 ] && SWEEP_ARGS=(--quick)
