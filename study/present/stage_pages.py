@@ -1,13 +1,17 @@
-"""One page per stage, <report dir>/stage-<number>.html: its CUDA, Triton and Gluon sources side by side,
-highlighted, with what the study knows of it.
+"""One page per stage, <report dir>/stage-<number>.html: what the stage adds, its step over the stage before, its
+CUDA, Triton and Gluon sources and their diffs, highlighted, with what the study knows of it.
 
 A page holds, in order: the stage's title, seed citation, the CUDA file's header comment as prose, its summary and
-each backend's note (study/core/stages.py); the three forms; its rows of results.csv at every size; its ncu
-counters (profile.csv) and its claims against them (study/present/hierarchy.py); its compute-sanitizer records
-(gpu-evidence.json, as recorded: whether a record's key is current needs torch and Triton, which the report never
-imports; tests/test_evidence.py checks that); and what Triton emitted for its Triton and Gluon forms (ptx.json,
-written by python -m study.ptx).  gpu-evidence.json and ptx.json are repository-wide: they are read from the
-report's folder, its parent, or the repository's reports/, whichever has them first.
+each backend's note (study/core/stages.py); a chart of this stage against the one before at 4096^3, TFLOP/s with
+its spread and the ncu counters that explain the step (study/present/stage_chart.py); the three forms, a tab
+each at full width; each form's diff against the previous stage's file of the same backend; its rows of
+results.csv (the headline sizes, the rest folded); its ncu counters (profile.csv) and its claims against them
+(study/present/hierarchy.py); its compute-sanitizer records (gpu-evidence.json, as recorded: whether a record's
+key is current needs torch and Triton, which the report never imports; tests/test_evidence.py checks that); and
+what Triton emitted for its Triton and Gluon forms (ptx.json, written by python -m study.ptx).  gpu-evidence.json
+and ptx.json are repository-wide: they are read from the report's folder, its parent, or the repository's
+reports/, whichever has them first.  Sources and diffs sit in fixed-height scrolling panes, so a page's height
+does not grow with its files.
 
 study.registry imports torch, so this module does not read it: a stage's forms are found by the registry's own
 naming rule (cuda_kernels/<key>.cu, triton_kernels/<key>.py, triton_kernels/gluon/<key>.py) and its
