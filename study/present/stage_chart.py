@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+from markupsafe import Markup
 from plotly.subplots import make_subplots
 
 from study.core.stages import STAGES, Stage
@@ -123,7 +124,7 @@ def _hover(b: dict, bars_: list[dict], max_clock) -> str:
     lines = [f"<b>{r['impl']}</b> {r['dtype']} ({r['precision']}) {HEADLINE}³", fmt_measure(r, max_clock, "TFLOP/s")]
     base = next((x["row"] for x in bars_ if x["impl"] == r.get("baseline_impl")), None)
     if base is not None and base is not r:
-        lines.append(f"{fmt_num(r['pct_cublas'])}% of {base['impl']}: {compare_word(r, base)} it")
+        lines.append(f"{fmt_num(r['pct_cublas'])}% of {base['impl']} ({compare_word(r, base)} it)")
     prev = next((x["row"] for x in bars_ if x["role"] == "previous" and x["impl"].split(":")[0] == r["backend"]), None)
     if prev is not None and b["role"] == "this":
         lines.append(f"{compare_word(r, prev)} {prev['impl']}")
@@ -177,9 +178,10 @@ def figure(s: Stage, prev: Stage | None, bars_: list[dict], prof: pd.DataFrame |
     if max(values) > 20 * min(values):
         fig.update_xaxes(type="log", row=1, col=1)
     fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], tickfont=dict(family="monospace", size=11))
-    fig.update_layout(barmode="stack", height=120 + 24 * len(labels), margin=dict(l=10, r=10, t=40, b=30),
-                      legend=dict(orientation="h", y=-0.02, yanchor="top", x=0), plot_bgcolor="white",
-                      font=dict(size=11), bargap=0.25)
+    height, top_margin, bottom = 150 + 24 * len(labels), 55, 75        # the legend goes below the x ticks
+    fig.update_layout(barmode="stack", height=height, margin=dict(l=10, r=10, t=top_margin, b=bottom),
+                      legend=dict(orientation="h", y=-40 / (height - top_margin - bottom), yanchor="top", x=0),
+                      plot_bgcolor="white", font=dict(size=11), bargap=0.25)
     fig.update_xaxes(gridcolor="#e5e9ee", zeroline=False)
     fig.update_annotations(font_size=11)
     return fig
@@ -196,7 +198,7 @@ def step(report_dir: Path, df: pd.DataFrame, s: Stage, max_clock=None) -> dict:
         prev, bars_ = bars(rows, s, dtype)
         fig = figure(s, prev, bars_, prof, max_clock)
         tabs.append({"dtype": dtype, "previous": prev, "impls": [b["impl"] for b in bars_],
-                     "html": interactive.fragment(fig, interactive.div_id("step", f"{s.number}-{dtype}"))})
+                     "html": Markup(interactive.fragment(fig, interactive.div_id("step", f"{s.number}-{dtype}")))})
     shown = {(b, t["dtype"]) for t in tabs for b in t["impls"]}
     named = [(f"{k[0]} {k[1]} {k[2]}x{k[3]}x{k[4]}", why) for k, why in left_out.items() if (k[0], k[1]) in shown
              and k[2:] == (HEADLINE,) * 3]
