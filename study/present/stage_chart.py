@@ -5,9 +5,10 @@ summed by hierarchy.per_call): tensor-pipe %, DRAM and L2 bytes, shared-memory b
 profile has them, the top stall reasons.
 
 "The stage before" is, per dtype, the nearest earlier stage whose main form computes in the same precision family
-(interactive.family_of): stage 14's fp32 splits are set against stage 09's SIMT fp32, stage 15's fp16 against
-stage 13's.  Each bar group is a backend's form in that stage, its variants, and the baseline the rows are a
-percentage of (cuBLAS); a stage with no such earlier stage shows its own bars and the baseline.  Profiled calls
+(interactive.family_of): fp32-accurate tensor-core splits are set against the last SIMT fp32 stage, and an fp16
+stage that follows an fp32 one against the fp16 stage before that.  Each bar group is a backend's form in that
+stage, its variants, and the baseline the rows are a percentage of (cuBLAS); a stage with no such earlier stage
+shows its own bars and the baseline.  Profiled calls
 that study.measure.audit finds implausible are left out of the counters and named.
 """
 from __future__ import annotations

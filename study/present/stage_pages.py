@@ -248,8 +248,8 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
     for i, s in enumerate(STAGES):
         cuda = form_path(s, "cuda")
         rows, step = result_rows(df, s, stale, max_clock), stage_chart.step(report_dir, df, s, max_clock)
-        # The diffs are taken against the stage the chart compares with (stage 15's fp16 against 13, not 14's
-        # fp32 splits), else the one before in STAGES.
+        # The diffs are taken against the stage the chart compares with (the nearest earlier stage of the same
+        # precision, past a stage of another one), else the one before in STAGES.
         before = next((t["previous"] for t in step["tabs"][:1] if t["previous"]), STAGES[i - 1] if i else None)
         html = template.render(
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
