@@ -28,9 +28,10 @@ BY_NUMBER = {s.number: s for s in STAGES}
 
 
 def panels(html: str, kind: str) -> dict[str, str]:
-    """backend -> the body of the page's <section class="tabpanel {kind}"> of that backend."""
+    """backend -> the body of the page's <section class="tabpanel {kind}"> of that backend, its white space
+    collapsed."""
     found = re.findall(rf'<section class="tabpanel {kind}"[^>]*data-backend="(\w+)"[^>]*>(.*?)</section>', html, re.S)
-    return dict(found)
+    return {backend: re.sub(r"\s+", " ", body) for backend, body in found}
 
 
 def headline_rows(df: pd.DataFrame, number: str) -> pd.DataFrame:
