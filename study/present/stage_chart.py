@@ -32,9 +32,10 @@ ROLES = {"previous": ("#a5b8cc", "stage {prev}"), "this": ("#0a58ca", "stage {th
          "baseline": ("#59636e", "baseline")}
 STALL_COLOURS = ("#d1495b", "#edae49", "#66a182")
 TOP_STALLS = 3
-# (column of the counter frame, panel title, scale): what each counter panel shows.
-COUNTERS = (("tensor_pct", "tensor pipe %", 1.0), ("dram_bytes", "DRAM MB", 1e-6), ("l2_bytes", "L2 MB", 1e-6),
-            ("conflicts", "bank conflicts (M)", 1e-6))
+# (column of the counter frame, panel title, scale, floor): what each counter panel shows; a panel is drawn where
+# some bar's value (scaled) is above its floor (an fp32 SIMT stage's tensor pipe is idle: no panel).
+COUNTERS = (("tensor_pct", "tensor pipe %", 1.0, 1.0), ("dram_bytes", "DRAM MB", 1e-6, 0.0),
+            ("l2_bytes", "L2 MB", 1e-6, 0.0), ("conflicts", "bank conflicts (M)", 1e-6, 0.0))
 ORDER = {s.number: i for i, s in enumerate(STAGES)}
 
 
@@ -120,9 +121,13 @@ def counters(report_dir: Path) -> tuple[pd.DataFrame | None, dict]:
     return agg, left_out
 
 
+def _unit(r) -> str:
+    return "TOP/s" if str(r["dtype"]).startswith(("int", "uint")) else "TFLOP/s"
+
+
 def _hover(b: dict, bars_: list[dict], max_clock) -> str:
     r = b["row"]
-    lines = [f"<b>{r['impl']}</b> {r['dtype']} ({r['precision']}) {HEADLINE}³", fmt_measure(r, max_clock, "TFLOP/s")]
+    lines = [f"<b>{r['impl']}</b> {r['dtype']} ({r['precision']}) {HEADLINE}³", fmt_measure(r, max_clock, _unit(r))]
     base = next((x["row"] for x in bars_ if x["impl"] == r.get("baseline_impl")), None)
     if base is not None and base is not r:
         lines.append(f"{fmt_num(r['pct_cublas'])}% of {base['impl']} ({compare_word(r, base)} it)")
@@ -139,11 +144,12 @@ def figure(s: Stage, prev: Stage | None, bars_: list[dict], prof: pd.DataFrame |
     if prof is not None:
         calls = {call_key(r): r for r in prof.to_dict("records")}
     got = [calls.get(call_key(b["row"])) for b in bars_]
-    panels = [(c, title, k) for c, title, k in COUNTERS if any(g is not None and pd.notna(g.get(c)) for g in got)]
+    panels = [(c, title, k) for c, title, k, floor in COUNTERS
+              if any(g is not None and pd.notna(g.get(c)) and g[c] * k > floor for g in got)]
     stalls = [c for c in (prof.columns if prof is not None else []) if c.startswith("stall_")]
     totals = {c: sum(g[c] for g in got if g is not None and pd.notna(g.get(c))) for c in stalls}
     top = [c for c in sorted(totals, key=totals.get, reverse=True) if totals[c] > 0][:TOP_STALLS]
-    titles = ["TFLOP/s (p20–p80)", *(t for _, t, _ in panels)] + (["top stalls (warps per issue)"] if top else [])
+    titles = [f"{_unit(bars_[0]['row'])} (p20–p80)", *(t for _, t, _ in panels)] + (["top stalls (warps per issue)"] if top else [])
     widths = [2.2] + [1.0] * (len(titles) - 1)
     fig = make_subplots(rows=1, cols=len(titles), shared_yaxes=True, horizontal_spacing=0.015,
                         column_widths=widths, subplot_titles=titles)
