@@ -1,7 +1,10 @@
-"""The stage pages (study/present/stage_pages.py): one per stage, its CUDA, Triton and Gluon forms side by side,
-rendered from the fixture and from the committed H100 sweep, offline, with every link resolving."""
+"""The stage pages (study/present/stage_pages.py): one per stage, rendered from the fixture and from the committed
+H100 sweep into a temporary folder: its step chart against the stage before, its three forms in full-width tabs,
+each form's diff, its headline rows with their spread and clock, offline, with every link resolving, and at
+most 12 screens tall at 1400x900 in Chromium."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -9,15 +12,31 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote
 
+import pandas as pd
 import pytest
 
 from study.core.stages import STAGES
 from study.measure.frame import load_results
-from study.present.stage_pages import form_path, render_stage_pages
+from study.present import stage_chart
+from study.present.stage_pages import form_path, render_stage_pages, result_rows
 from tests.test_report import FIXTURE, REPO, chrome_driver, is_external, parse
 
 SOURCES = {"fixture": FIXTURE, "h100": REPO / "reports" / "h100"}
-SECTION = re.compile(r'<section class="form" data-backend="(\w+)">(.*?)</section>', re.S)
+H100 = SOURCES["h100"]
+MAX_HEIGHT = 12 * 900        # twelve screens of a 1400x900 window
+BY_NUMBER = {s.number: s for s in STAGES}
+
+
+def panels(html: str, kind: str) -> dict[str, str]:
+    """backend -> the body of the page's <section class="tabpanel {kind}"> of that backend, its white space
+    collapsed."""
+    found = re.findall(rf'<section class="tabpanel {kind}"[^>]*data-backend="(\w+)"[^>]*>(.*?)</section>', html, re.S)
+    return {backend: re.sub(r"\s+", " ", body) for backend, body in found}
+
+
+def headline_rows(df: pd.DataFrame, number: str) -> pd.DataFrame:
+    d = df[(df["stage"] == number) & df["passed"]]
+    return d[(d["M"] == 4096) & (d["N"] == 4096) & (d["K"] == 4096)]
 
 
 @pytest.fixture(scope="module", params=sorted(SOURCES))
@@ -37,36 +56,149 @@ def test_one_page_per_stage(rendered):
         assert parse(out / p["href"]).title.strip() == f"Stage {s.number}: {s.title}"
 
 
-def test_three_forms_side_by_side_and_highlighted(rendered):
+def test_sections_come_in_order(rendered):
+    out, _, nav = rendered
+    for p in nav:
+        html = (out / p["href"]).read_text(encoding="utf-8")
+        at = [html.index(f'id="{i}"') for i in ("step", "forms", "diffs", "rows", "counters")]
+        assert at == sorted(at), p["href"]
+        assert html.index("<h1>") < at[0]
+
+
+def test_three_forms_in_full_width_tabs_and_highlighted(rendered):
     out, _, nav = rendered
     for s, p in zip(STAGES, nav):
         html = (out / p["href"]).read_text(encoding="utf-8")
-        forms = html.split('<div class="forms">', 1)[1]
-        sections = SECTION.findall(forms)
-        assert [b for b, _ in sections] == ["cuda", "triton", "gluon"], s.key
-        for backend, body in sections:
+        assert re.findall(r'role="tab" id="tab-form-(\w+)"', html) == ["cuda", "triton", "gluon"]
+        forms = panels(html, "form")
+        assert list(forms) == ["cuda", "triton", "gluon"], s.key
+        for backend, body in forms.items():
             name = form_path(s, backend).relative_to(REPO).as_posix()
             assert f"<code>{name}</code>" in body
             if form_path(s, backend).exists():
-                assert '<div class="hl"><pre>' in body and re.search(r'<span class="(k|kn|kd|kt)">', body), name
+                assert '<div class="pane source"><div class="hl"><pre>' in body, name
+                assert re.search(r'<span class="(k|kn|kd|kt)">', body), name
             else:
+                assert f"No {backend.capitalize() if backend != 'cuda' else 'CUDA'} form of this stage" in body
                 assert "does not exist" in body and "<pre>" not in body, name
+    stage01 = panels((out / "stage-01.html").read_text(encoding="utf-8"), "form")["gluon"]
+    assert "The Gluon forms start at stage 03" in stage01
 
 
-def test_rows_name_every_implementation_of_the_stage(rendered):
+def test_a_diff_per_existing_form(rendered):
+    """Every form that exists has its diff against the stage the chart compares with, highlighted, or is marked
+    a new file; a form that does not exist says so."""
+    out, _, nav = rendered
+    for s, p in zip(STAGES, nav):
+        html = (out / p["href"]).read_text(encoding="utf-8")
+        diffs = panels(html, "diff")
+        assert list(diffs) == ["cuda", "triton", "gluon"], s.key
+        for backend, body in diffs.items():
+            if not form_path(s, backend).exists():
+                assert "no diff" in body, (s.key, backend)
+            elif '<div class="pane diff">' in body:
+                assert re.search(r'<span class="gi">\+', body) and re.search(r'<span class="gd">-', body), s.key
+                assert re.search(r"\+\d+ −\d+ lines", body), s.key
+            else:
+                assert "New file" in body, (s.key, backend)
+    first = panels((out / "stage-01.html").read_text(encoding="utf-8"), "diff")
+    assert all("New file" in first[b] for b in ("cuda", "triton"))
+    gluon03 = panels((out / "stage-03.html").read_text(encoding="utf-8"), "diff")["gluon"]
+    assert "New file" in gluon03 and "gluon/02_coalesced.py</code> does not exist" in gluon03
+    cuda02 = panels((out / "stage-02.html").read_text(encoding="utf-8"), "diff")["cuda"]
+    assert "cuda_kernels/01_naive.cu</code> → <code>cuda_kernels/02_coalesced.cu" in cuda02
+
+
+def test_each_page_has_its_comparison_chart(rendered):
+    """A page whose stage has passing rows at 4096^3 draws one figure per dtype: this stage's forms, the main
+    forms of the stage before (in the same precision family), the baseline, each bar with its p20-p80 spread and
+    its clock in the hover."""
+    out, df, nav = rendered
+    charted = 0
+    for s, p in zip(STAGES, nav):
+        html = (out / p["href"]).read_text(encoding="utf-8")
+        mine = headline_rows(df, s.number)
+        if mine.empty:
+            assert "nothing to compare" in html and "fig-step" not in html
+            continue
+        charted += 1
+        src = next(r for r in parse(out / p["href"]).resources if r.endswith("plotly.min.js"))
+        assert (out / unquote(src)).is_file()
+        for dtype in set(mine["dtype"]):
+            fig = figure_json(html, f"fig-step-{s.number}-{dtype}")
+            names = {y for trace in fig for y in trace.get("y", [])}
+            assert set(mine.loc[mine["dtype"] == dtype, "impl"]) <= names, (s.key, dtype)
+            tflops = fig[0]
+            assert tflops["error_x"]["array"] and tflops["error_x"]["arrayminus"], (s.key, dtype)
+            assert all("MHz" in h and "±" in h for h in tflops["hovertext"]), (s.key, dtype)
+    assert charted, "some stage should have rows at 4096^3"
+
+
+def figure_json(html: str, div: str) -> list[dict]:
+    """The traces a page's Plotly.newPlot call draws into `div`."""
+    m = re.search(rf'Plotly\.newPlot\(\s*"{div}",\s*(\[.*?\]),\s*\{{', html, re.S)
+    assert m, f"no figure {div}"
+    return json.loads(m.group(1))
+
+
+def test_the_stage_before_is_the_nearest_in_the_same_precision():
+    df, _ = load_results(H100 / "results.csv")
+    rows = stage_chart._headline(df)
+    before = {(n, d): stage_chart.previous(rows, BY_NUMBER[n], d) for n, d in
+              (("01", "fp32"), ("02", "fp32"), ("10", "fp16"), ("11", "fp16"), ("14", "fp32"), ("15", "fp16"))}
+    assert {k: v.number if v else None for k, v in before.items()} == {
+        ("01", "fp32"): None, ("02", "fp32"): "01", ("10", "fp16"): None, ("11", "fp16"): "10",
+        ("14", "fp32"): "09", ("15", "fp16"): "13"}
+    prev, bars = stage_chart.bars(rows, BY_NUMBER["15"], "fp16")
+    assert [b["impl"] for b in bars if b["role"] != "this"] == [
+        "cuda:13_swizzle", "triton:13_swizzle", "gluon:13_swizzle", "cublas"]
+    assert bars[0]["role"] == "previous" and bars[1]["impl"] == "cuda:15_wgmma"
+
+
+def test_counters_leave_out_implausible_calls(monkeypatch):
+    """A call the audit flags is kept out of the counters and named, with its reason."""
+    df, _ = load_results(H100 / "results.csv")
+    flagged = ("cuda:15_wgmma", "fp16", 4096, 4096, 4096)
+    monkeypatch.setattr(stage_chart, "_implausible", lambda report_dir: {flagged: "implied 4772 TFLOP/s"})
+    step = stage_chart.step(H100, df, BY_NUMBER["15"], 1980)
+    assert ("cuda:15_wgmma fp16 4096x4096x4096", "implied 4772 TFLOP/s") in step["left_out"]
+    fig = figure_json(str(step["tabs"][0]["html"]), "fig-step-15-fp16")
+    tensor = next(t for t in fig if t.get("xaxis") == "x2" and t.get("legendgroup") == "this")
+    assert tensor["x"][tensor["y"].index("cuda:15_wgmma")] is None
+    assert tensor["x"][tensor["y"].index("triton:15_wgmma")] is not None
+
+
+def test_rows_show_the_headline_sizes_and_fold_the_rest(rendered):
     out, df, nav = rendered
     seen = set()
     for s, p in zip(STAGES, nav):
         html = (out / p["href"]).read_text(encoding="utf-8")
         impls = set(df.loc[df["stage"] == s.number, "impl"])
-        if impls:
-            seen.add(s.number)
-            rows = html.split('id="rows"', 1)[1].split('id="counters"', 1)[0]
-            assert all(f"<code>{i}</code>" in rows for i in impls), s.key
-            assert "% of cublas" in rows
-        else:
+        if not impls:
             assert "No rows for this stage" in html
+            continue
+        seen.add(s.number)
+        rows = html.split('id="rows"', 1)[1].split('id="counters"', 1)[0]
+        shown, _, folded = rows.partition('<details id="rows-all"')
+        assert all(f"<code>{i}</code>" in rows for i in impls), s.key
+        assert "% of cublas" in rows and "MHz" in rows and "±" in rows
+        if len(headline_rows(df, s.number)):
+            assert "4096x4096x4096" in shown and "x1024x" not in shown, s.key
+        assert "back-to-back calls, the L2 flushed before each" in rows
     assert seen, "the results should hold rows of some stage"
+
+
+def test_a_difference_inside_the_spread_is_called_a_tie():
+    df, _ = load_results(H100 / "results.csv")
+    cublas = df[(df["impl"] == "cublas") & (df["dtype"] == "fp16") & (df["M"] == 4096) & (df["N"] == 4096)
+                & (df["K"] == 4096)].iloc[[-1]]
+    twin = cublas.assign(impl="cuda:15_wgmma", stage="15", backend="cuda", baseline_impl="cublas", pct_cublas=100.4,
+                         tflops=cublas["tflops"] * 1.001)
+    far = twin.assign(impl="cuda:15_wgmma-1wg", tflops=cublas["tflops"] * 0.7, ms_p20=cublas["ms"] / 0.7 * 0.999,
+                      ms_p80=cublas["ms"] / 0.7 * 1.001, ms=cublas["ms"] / 0.7)
+    rows = {r["impl"]: r for r in result_rows(pd.concat([cublas, twin, far]), BY_NUMBER["15"], max_clock=1980)}
+    assert rows["cuda:15_wgmma"]["pct"].endswith("(a tie)")
+    assert "tie" not in rows["cuda:15_wgmma-1wg"]["pct"]
 
 
 def test_links_resolve_and_nothing_is_external(rendered):
@@ -75,6 +207,7 @@ def test_links_resolve_and_nothing_is_external(rendered):
         refs = parse(out / p["href"])
         html = (out / p["href"]).read_text(encoding="utf-8")
         assert not [r for r in refs.resources if is_external(r)], p["href"]
+        assert all((out / unquote(r)).is_file() for r in refs.resources), p["href"]
         assert "@import" not in html and "url(" not in html
         assert "index.html" in refs.hrefs
         for href in refs.hrefs:
@@ -96,6 +229,15 @@ def test_each_page_links_to_its_neighbours(rendered):
                 assert link not in html, (p["href"], rel)
 
 
+def test_one_plotly_copy_above_a_gpu_folder(tmp_path):
+    """Under reports/<gpu>/, the pages load reports/plotly.min.js, and no copy is written beside them."""
+    gpu = tmp_path / "reports" / "fixture"
+    shutil.copytree(FIXTURE, gpu)
+    render_stage_pages(gpu, load_results(gpu / "results.csv")[0])
+    assert (tmp_path / "reports" / "plotly.min.js").is_file() and not (gpu / "plotly.min.js").exists()
+    assert '<script src="../plotly.min.js">' in (gpu / "stage-01.html").read_text(encoding="utf-8")
+
+
 def test_renders_without_torch_or_triton(tmp_path):
     shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
     probe = ("import sys; from pathlib import Path; from study.measure.frame import load_results; "
@@ -108,22 +250,39 @@ def test_renders_without_torch_or_triton(tmp_path):
     assert len(list(tmp_path.glob("stage-*.html"))) == len(STAGES)
 
 
+PANES = """return Array.from(document.querySelectorAll('.pane')).filter(e => e.offsetParent !== null).map(e => {
+  const s = getComputedStyle(e), pre = e.querySelector('pre');
+  return {cls: e.className, width: e.clientWidth, scroll: e.scrollWidth, height: e.clientHeight,
+          x: s.overflowX, y: s.overflowY, wrap: pre ? getComputedStyle(pre).whiteSpace : ''};
+})"""
+
+
 @pytest.mark.browser
-def test_forms_stand_side_by_side_in_chromium(tmp_path):
-    shutil.copytree(REPO / "reports" / "h100", tmp_path / "h100")
-    df, _ = load_results(tmp_path / "h100" / "results.csv")
-    full = next(s for s in STAGES if all(form_path(s, b).exists() for b in ("cuda", "triton", "gluon")))
-    page = next(p for p in render_stage_pages(tmp_path / "h100", df) if p["number"] == full.number)
+def test_pages_fit_twelve_screens_and_sources_are_never_clipped(rendered, tmp_path):
+    """At 1400x900 in Chromium every stage page is at most 12 screens tall; the source and diff panes span the
+    page's width, scroll (both ways) rather than cut a line, and the step chart draws in each dtype's tab."""
+    out, df, nav = rendered
     driver = chrome_driver(tmp_path / "profile")
     try:
-        driver.get((tmp_path / "h100" / page["href"]).as_uri())
-        boxes = driver.execute_script(
-            "return Array.from(document.querySelectorAll('div.forms > section.form')).map(e => {"
-            "const r = e.getBoundingClientRect(); return [e.dataset.backend, r.left, r.top, r.right]; })")
-        width = driver.execute_script("return document.documentElement.clientWidth")
-        assert [b[0] for b in boxes] == ["cuda", "triton", "gluon"]
-        assert len({round(b[2]) for b in boxes}) == 1, f"not side by side: {boxes}"
-        assert len({round(b[1]) for b in boxes}) == 3 and all(0 <= b[1] < b[3] <= width for b in boxes), boxes
-        driver.save_screenshot(str(tmp_path / f"stage-{full.number}.png"))
+        driver.set_window_size(1400, 900)
+        for s, p in zip(STAGES, nav):
+            driver.get((out / p["href"]).as_uri())
+            height = driver.execute_script("return document.documentElement.scrollHeight")
+            assert height <= MAX_HEIGHT, f"{p['href']} is {height} px tall"
+            body = driver.execute_script("return document.querySelector('h1').getBoundingClientRect().width")
+            for backend in ("cuda", "triton", "gluon"):
+                for kind in ("form", "diff"):
+                    driver.execute_script(f"document.getElementById('tab-{kind}-{backend}').click()")
+                for pane in driver.execute_script(PANES):
+                    assert pane["width"] >= 0.9 * body, (p["href"], backend, pane)
+                    assert pane["x"] in ("auto", "scroll") and pane["y"] in ("auto", "scroll"), (p["href"], pane)
+                    assert pane["wrap"] in ("pre", "pre-wrap"), (p["href"], pane)
+            if not headline_rows(df, s.number).empty:
+                drawn = driver.execute_script(
+                    "return Array.from(document.querySelectorAll('.step .plotly-graph-div'))"
+                    ".map(e => [e.id, e.querySelectorAll('.main-svg').length > 0])")
+                assert drawn and all(ok for _, ok in drawn), (p["href"], drawn)
+            if s.number == "15" and out.name.startswith("h100"):
+                driver.save_screenshot(str(tmp_path / "stage-15.png"))
     finally:
         driver.quit()

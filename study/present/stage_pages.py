@@ -1,13 +1,17 @@
-"""One page per stage, <report dir>/stage-<number>.html: its CUDA, Triton and Gluon sources side by side,
-highlighted, with what the study knows of it.
+"""One page per stage, <report dir>/stage-<number>.html: what the stage adds, its step over the stage before, its
+CUDA, Triton and Gluon sources and their diffs, highlighted, with what the study knows of it.
 
 A page holds, in order: the stage's title, seed citation, the CUDA file's header comment as prose, its summary and
-each backend's note (study/core/stages.py); the three forms; its rows of results.csv at every size; its ncu
-counters (profile.csv) and its claims against them (study/present/hierarchy.py); its compute-sanitizer records
-(gpu-evidence.json, as recorded: whether a record's key is current needs torch and Triton, which the report never
-imports; tests/test_evidence.py checks that); and what Triton emitted for its Triton and Gluon forms (ptx.json,
-written by python -m study.ptx).  gpu-evidence.json and ptx.json are repository-wide: they are read from the
-report's folder, its parent, or the repository's reports/, whichever has them first.
+each backend's note (study/core/stages.py); a chart of this stage against the one before at 4096^3, TFLOP/s with
+its spread and the ncu counters that explain the step (study/present/stage_chart.py); the three forms, a tab
+each at full width; each form's diff against the previous stage's file of the same backend; its rows of
+results.csv (the headline sizes, the rest folded); its ncu counters (profile.csv) and its claims against them
+(study/present/hierarchy.py); its compute-sanitizer records (gpu-evidence.json, as recorded: whether a record's
+key is current needs torch and Triton, which the report never imports; tests/test_evidence.py checks that); and
+what Triton emitted for its Triton and Gluon forms (ptx.json, written by python -m study.ptx).  gpu-evidence.json
+and ptx.json are repository-wide: they are read from the report's folder, its parent, or the repository's
+reports/, whichever has them first.  Sources and diffs sit in fixed-height scrolling panes, so a page's height
+does not grow with its files.
 
 study.registry imports torch, so this module does not read it: a stage's forms are found by the registry's own
 naming rule (cuda_kernels/<key>.cu, triton_kernels/<key>.py, triton_kernels/gluon/<key>.py) and its
@@ -15,6 +19,8 @@ implementations by their names (<backend>:<key>[-<variant>]) and the results' st
 """
 from __future__ import annotations
 
+import difflib
+import os
 import re
 from itertools import takewhile
 from pathlib import Path
@@ -24,18 +30,21 @@ import pandas as pd
 from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import CudaLexer, PythonLexer
+from pygments.lexers import CudaLexer, DiffLexer, PythonLexer
 
+from study.core.clock import IDLE_GAP_MS, POWER_LIMITED_FRACTION
 from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
 from study.core.stages import STAGES, Stage
 from study.measure.frame import call_key, load_json
-from study.present import hierarchy
+from study.present import hierarchy, interactive, stage_chart
 from study.present.formatting import fmt_num
+from study.present.spread import fmt_measure, tie
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 BACKENDS = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
 FORMATTER = HtmlFormatter(cssclass="hl")
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+HEADLINE_SIZES = (4096, 8192)      # the square sizes a stage page's results table shows unfolded
 
 
 def page_name(s: Stage) -> str:
@@ -79,11 +88,35 @@ def header(path: Path) -> dict:
     return {"title": lines[0] if lines else "", "paras": paras}
 
 
-def forms(s: Stage) -> list[dict]:
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def diff(before: Stage | None, s: Stage, backend: str) -> dict | None:
+    """The form's unified diff against the previous stage's file of the same backend, highlighted; "new" where
+    that stage has no such form (or there is none before); None where stage s has no such form."""
+    path = form_path(s, backend)
+    if not path.exists():
+        return None
+    old = form_path(before, backend) if before else None
+    if old is None or not old.exists():
+        return {"new": True, "against": _rel(old) if old else "", "html": None, "added": 0, "removed": 0}
+    lines = list(difflib.unified_diff(old.read_text(encoding="utf-8").splitlines(),
+                                      path.read_text(encoding="utf-8").splitlines(),
+                                      fromfile=_rel(old), tofile=_rel(path), lineterm=""))
+    added = sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
+    removed = sum(ln.startswith("-") and not ln.startswith("---") for ln in lines)
+    return {"new": False, "against": _rel(old), "added": added, "removed": removed,
+            "html": Markup(highlight("\n".join(lines) + "\n", DiffLexer(), FORMATTER)) if lines else None}
+
+
+def forms(s: Stage, before: Stage | None = None) -> list[dict]:
     out = []
     for backend, title in BACKENDS.items():
         path = form_path(s, backend)
-        form = {"backend": backend, "title": title, "file": path.relative_to(ROOT).as_posix(), "html": None, "lines": 0}
+        form = {"backend": backend, "title": title, "file": _rel(path), "html": None, "lines": 0,
+                "diff": diff(before, s, backend),
+                "first": next((x.number for x in STAGES if form_path(x, backend).exists()), None)}
         if path.exists():
             text = path.read_text(encoding="utf-8")
             lexer = CudaLexer() if path.suffix == ".cu" else PythonLexer()
@@ -92,22 +125,38 @@ def forms(s: Stage) -> list[dict]:
     return out
 
 
-def result_rows(df: pd.DataFrame, s: Stage, stale: set = frozenset()) -> list[dict]:
-    """The stage's rows at every size: backends in the study's order, then implementation, dtype and size.
-    stale: keys (impl, dtype, M, N, K) of rows measured on code that has changed since; they are marked."""
+def result_rows(df: pd.DataFrame, s: Stage, stale: set = frozenset(), max_clock=None) -> list[dict]:
+    """The stage's rows at every size: backends in the study's order, then implementation, dtype and size; each
+    with its throughput as spread.fmt_measure states it, its share of its baseline and whether the two tie, and
+    `headline` for the square HEADLINE_SIZES.  stale: keys (impl, dtype, M, N, K) of rows measured on code that
+    has changed since; they are marked."""
     d = df[df["stage"] == s.number]
     d = d.assign(_b=d["backend"].map({b: i for i, b in enumerate(BACKENDS)}), _s=d["shape_set"] != "square",
                  _f=d["M"] * d["N"] * d["K"])
+    base = {call_key(r): r for r in df[df["impl"].isin(set(d["baseline_impl"].dropna()))].to_dict("records")}
     rows = []
-    for _, r in d.sort_values(["_b", "impl", "dtype", "_s", "_f"]).iterrows():
-        pct = fmt_num(r["pct_cublas"])
+    for r in d.sort_values(["_b", "impl", "dtype", "_s", "_f"]).to_dict("records"):
+        pct, b = fmt_num(r["pct_cublas"]), base.get((r["baseline_impl"], *call_key(r)[1:]))
+        pct = f"{pct}% of {r['baseline_impl']}{' (a tie)' if b is not None and tie(r, b) else ''}" if pct else ""
+        square = r["shape_set"] == "square" and r["M"] == r["N"] == r["K"]
         rows.append({"impl": r["impl"], "dtype": r["dtype"], "precision": r["precision"],
                      "shape": f"{fmt_num(r['M'])}x{fmt_num(r['N'])}x{fmt_num(r['K'])}", "set": r["shape_set"],
-                     "tflops": fmt_num(r["tflops"]), "pct": f"{pct}% of {r['baseline_impl']}" if pct else "",
-                     "relerr": fmt_num(r["relerr"]), "passed": bool(r["passed"]),
-                     "clock": fmt_num(r["sm_clock_mhz"], 4), "commit": r.get("commit", ""),
-                     "stale": call_key(r) in stale})
+                     "tflops": fmt_measure(r, max_clock), "pct": pct, "relerr": fmt_num(r["relerr"]),
+                     "passed": bool(r["passed"]), "commit": r.get("commit", ""), "stale": call_key(r) in stale,
+                     "headline": bool(square and r["M"] in HEADLINE_SIZES), "reps": r.get("reps")})
     return rows
+
+
+def protocol(rows: list[dict], max_clock) -> str:
+    """How the numbers on the page were measured, stated from the rows and the timing's own constants."""
+    reps = pd.to_numeric(pd.Series([r["reps"] for r in rows], dtype=object), errors="coerce").dropna()
+    calls = f"{reps.min():.0f}–{reps.max():.0f}" if len(reps) else "up to 200"
+    top = f" of {max_clock:.0f} MHz" if isinstance(max_clock, (int, float)) else ""
+    return (f"Each figure is the median of {calls} back-to-back calls, the L2 flushed before each, ± half its "
+            f"p20–p80 spread, @ NVML's mean SM clock over the timed calls.  A row below "
+            f"{100 * POWER_LIMITED_FRACTION:.0f}% of the maximum clock{top} ran power-limited: it is marked, and "
+            f"where it was also timed with an idle gap of at least {IDLE_GAP_MS:g} ms before each call, that "
+            f"figure stands beside it.  Two rows whose p20–p80 ranges overlap are a tie.")
 
 
 def counters(report_dir: Path, s: Stage) -> dict:
@@ -175,25 +224,39 @@ def _environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
+def _reports_root(report_dir: Path) -> Path:
+    """The folder holding the tree's one plotly.min.js: reports/ for reports/<gpu>/, else the folder itself."""
+    up = report_dir.parent
+    return up if up.name == "reports" or (up / "index.html").exists() else report_dir
+
+
 def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None,
-                       stale: set = frozenset()) -> list[dict]:
+                       stale: set = frozenset(), reports_root: Path | None = None) -> list[dict]:
     """Write report_dir/stage-NN.html for every stage of STAGES; return [{number, title, href}] for the index.
 
     df: the results (study.measure.frame.load_results(report_dir / "results.csv")[0]).  env: a jinja2
     Environment whose loader finds templates/stage.html.j2 (default: one like the report's).  stale: the keys of
-    rows measured on code that has changed since (study.present.report.stale_keys), marked in each page's table."""
+    rows measured on code that has changed since (study.present.report.stale_keys), marked in each page's table.
+    reports_root: where the pages' plotly.min.js lies (default: reports/ above a GPU's folder, else the folder)."""
     report_dir = Path(report_dir)
     template = (env or _environment()).get_template("stage.html.j2")
     evidence, ptx = repo_file(report_dir, "gpu-evidence.json"), repo_file(report_dir, "ptx.json")
+    max_clock = (load_json(report_dir / "environment.json") or {}).get("sm_clock_max_mhz")
+    root = Path(reports_root) if reports_root else _reports_root(report_dir)
+    plotly_js = os.path.relpath(root / interactive.write_plotly_js(root), report_dir).replace(os.sep, "/")
     nav = [{"number": s.number, "title": s.title, "href": page_name(s)} for s in STAGES]
     for i, s in enumerate(STAGES):
         cuda = form_path(s, "cuda")
+        rows, step = result_rows(df, s, stale, max_clock), stage_chart.step(report_dir, df, s, max_clock)
+        # The diffs are taken against the stage the chart compares with (the nearest earlier stage of the same
+        # precision, past a stage of another one), else the one before in STAGES.
+        before = next((t["previous"] for t in step["tabs"][:1] if t["previous"]), STAGES[i - 1] if i else None)
         html = template.render(
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
-            header=header(cuda) if cuda.exists() else None, forms=forms(s),
-            notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
-            rows=result_rows(df, s, stale), counters=counters(report_dir, s), sanitizer=sanitizer(evidence, df, s),
-            emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None, evidence_found=evidence is not None,
-            tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
+            before=before, header=header(cuda) if cuda.exists() else None, forms=forms(s, before), step=step,
+            plotly_js=plotly_js, notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
+            rows=rows, protocol=protocol(rows, max_clock), counters=counters(report_dir, s),
+            sanitizer=sanitizer(evidence, df, s), emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None,
+            evidence_found=evidence is not None, tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
         (report_dir / page_name(s)).write_text(html, encoding="utf-8")
     return nav
