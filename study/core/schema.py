@@ -33,12 +33,15 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "commit",
     "impl_key",       # the implementation's code key when measured (study/measure/evidence.py): a row whose key is not the
                       # current one measured other code, and is stale (python -m study.evidence --stale)
-    # A row whose mean SM clock fell below timing.POWER_LIMITED_FRACTION of the GPU's maximum ran power-limited:
+    # A row whose mean SM clock fell below POWER_LIMITED_FRACTION of the GPU's maximum ran power-limited:
     # back to back, sustained tensor-core GEMMs pull the clock down.  Such a row is timed a second time with the
     # GPU left idle before each call (study/measure/timing.py), which keeps the clock up; both figures are shown.
     "ms_idle", "ms_idle_p20", "ms_idle_p80",
     "sm_clock_idle_mhz",
 )
+# Below this fraction of the GPU's maximum SM clock a row counts as power-limited (a sustained 8192^3 fp16 GEMM
+# on an H100 at 700 W averages about 1600 of 1980 MHz).
+POWER_LIMITED_FRACTION = 0.95
 
 # Precision -> largest relative Frobenius error accepted.  True fp32 FMA over K <= 16384 lands near
 # 1e-6 (sequential-sum error grows like u*sqrt(K)); TF32 lands near 3e-4, so 2e-5 separates them.
