@@ -423,7 +423,7 @@ def _visibility_menu(fig: go.Figure, options: list[tuple[str, Callable]], **wher
     buttons = [dict(label=label, method="restyle",
                     args=[{"visible": [keep(t.meta) if isinstance(t.meta, dict) and "impl" in t.meta else True
                                        for t in fig.data]}]) for label, keep in options]
-    return dict(type="dropdown", buttons=buttons, active=0, showactive=True, yanchor="bottom", y=1.01, **where)
+    return dict(type="dropdown", buttons=buttons, active=0, showactive=True, yanchor="bottom", **where)
 
 
 def _style(fig: go.Figure, title: str, plot_height: int, below: int = 80) -> go.Figure:
@@ -525,6 +525,7 @@ def _ceiling_traces(ceils, dram, xlim, unit: str) -> list[go.Scatter]:
     return traces
 
 
+ROOFLINE_PX = 540
 ACHIEVED = "achieved"        # a roofline's column: FLOPs per DRAM byte that ncu counted for the call
 
 
@@ -543,7 +544,7 @@ def _stage_menu(fig: go.Figure, points: pd.DataFrame) -> dict:
               if n != "baseline"]
     options = [("every stage", lambda m: True)]
     options += [(f"stage {n}", lambda m, n=n: m["stage"] in (n, "baseline")) for n in stages]
-    return _visibility_menu(fig, options, x=1, xanchor="right")
+    return _visibility_menu(fig, options, x=1, xanchor="right", y=1 + 8 / ROOFLINE_PX)
 
 
 def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str, traffic: pd.DataFrame | None = None,
@@ -583,8 +584,8 @@ def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str, traffi
         buttons = [dict(label=label, method="update",
                         args=[{"x": [*views[view], *keep]}, {"xaxis.title.text": titles[view]}])
                    for label, view in (("achieved traffic (ncu)", ACHIEVED), ("compulsory traffic", "intensity"))]
-        menus.insert(0, dict(type="dropdown", buttons=buttons, active=0, showactive=True, x=0, xanchor="left",
-                             yanchor="bottom", y=1.01))
+        menus.insert(0, dict(type="dropdown", buttons=buttons, active=0, showactive=True, x=0.84, xanchor="right",
+                             yanchor="bottom", y=1 + 8 / ROOFLINE_PX))
         for t, x in zip(fig.data, views[ACHIEVED]):
             t.x = x
     fig.update_layout(updatemenus=menus)
@@ -593,7 +594,7 @@ def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str, traffi
     fig.update_yaxes(type="log", range=[math.log10(ylim[0]), math.log10(ylim[1])], title_text=fam.unit)
     if not ceils and not any(dram):
         fig.add_annotation(text="no ceilings measured", xref="paper", yref="paper", x=1, y=1, showarrow=False)
-    return _style(fig, f"Roofline: {fam.title}", 540)
+    return _style(fig, f"Roofline: {fam.title}", ROOFLINE_PX)
 
 
 def roofline(df: pd.DataFrame, ceilings: dict | None, family: str, traffic: pd.DataFrame | None = None,
@@ -763,7 +764,8 @@ def size_sweep_figure(df: pd.DataFrame, shape_set: str = "square", max_clock: fl
     _collapse_legend(fig)
     mine = lambda m: (m["family"], m["impl"], m["dtype"], m["precision"]) in best  # noqa: E731
     fig.update_layout(updatemenus=[_visibility_menu(fig, [("best form per backend", mine),
-                                                           ("every form", lambda m: True)], x=0, xanchor="left")])
+                                                           ("every form", lambda m: True)],
+                                                    x=1, xanchor="right", y=1 + 30 / (380 * nrows))])
     fig.update_xaxes(title_text="M = N = K" if square else "M x N x K (ordered by FLOPs)", row=nrows)
     return _style(fig, f"TFLOP/s against problem size: {shape_set} shapes", 380 * nrows, below=80 if square else 120)
 

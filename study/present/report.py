@@ -102,7 +102,8 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
                 for _, r in failed.iterrows()],
         pages=pages, stage_nav=ctx.stage_nav, protocol=protocol(env),
         links=[n for n in ("results.csv", "environment.json", "ceilings.json",
-                           *(f for page in STAGE_PAGES for f in page.FILES), "profile.csv") if (report_dir / n).exists()])
+                           *(f for page in STAGE_PAGES for f in page.FILES), "profile.csv")
+               if (report_dir / n).exists()])
     if len(df):
         (report_dir / interactive.PLOTLY_JS).unlink(missing_ok=True)     # the tree's one copy is in the parent
     for page in pages:

@@ -36,5 +36,5 @@ def full_rows(df: pd.DataFrame, stale: set, max_clock=None) -> list[dict]:
 def build(ctx) -> dict | None:
     if ctx.df.empty:
         return None
-    return {"columns": COLUMNS, "rows": full_rows(ctx.df, ctx.stale, ctx.max_clock), "dtypes": dtype_order(ctx.df["dtype"]),
-            "csv": (ctx.report_dir / "results.csv").exists()}
+    return {"columns": COLUMNS, "rows": full_rows(ctx.df, ctx.stale, ctx.max_clock),
+            "dtypes": dtype_order(ctx.df["dtype"]), "csv": (ctx.report_dir / "results.csv").exists()}

@@ -10,6 +10,6 @@ ID, NAV, TEMPLATE = "sizes", "Sizes", "sections/sizes.html.j2"
 def build(ctx) -> dict | None:
     if ctx.df.empty:
         return None
-    sizes = [interactive.size_sweep(ctx.df, s, max_clock=ctx.max_clock) for s in dict.fromkeys(ctx.df["shape_set"]) if s]
-    sizes = [f for f in sizes if f]
+    sets = [s for s in dict.fromkeys(ctx.df["shape_set"]) if s]
+    sizes = [f for s in sets if (f := interactive.size_sweep(ctx.df, s, max_clock=ctx.max_clock))]
     return {"sizes": sizes} if sizes else None
