@@ -2,14 +2,16 @@
 
 What each figure shows (every one zooms, toggles a trace on a legend click and isolates it on a double click):
 
-* roofline(df, ceilings, family): TFLOP/s against arithmetic intensity (FLOP per byte of compulsory traffic),
-  log-log, for one family of rows (FAMILIES, by the rows' precision) under only that family's ceilings: measured
-  (solid) and datasheet (dashed) peaks from ceilings.json, the DRAM slope, and for the family that holds a split
-  stage (Stage.split_peaks) that stage's share of each peak it splits onto.
+* roofline(df, ceilings, family, traffic): TFLOP/s against arithmetic intensity, log-log, for one family of rows
+  (FAMILIES, by the rows' precision) under only that family's ceilings: measured (solid) and datasheet (dashed)
+  peaks from ceilings.json, the DRAM slope, and for the family that holds a split stage (Stage.split_peaks) that
+  stage's share of each peak it splits onto.  Intensity is FLOPs per DRAM byte ncu counted for the call where
+  `traffic` has it, with a menu for FLOPs per byte of compulsory traffic; another menu picks one stage.
 * ladder(df, family, sizes): TFLOP/s by stage and variant at the largest square sizes, a bar per backend, with
   the cuBLAS routine the rows are measured against (their baseline_impl) as a named horizontal line.
 * size_sweep(df, shape_set): TFLOP/s against problem size, one facet per family, a line per implementation:
-  against the side for square shapes, against "MxNxK" (ordered by FLOPs) for other shape sets.
+  against the side for square shapes, against "MxNxK" (ordered by FLOPs) for other shape sets; each backend's
+  best form and the baselines drawn, a menu showing every form.
 * pareto(points): speed against error, log-log, with the Pareto front (points no other point beats on both);
   pareto_menu(panels) the same for several sets of errors (one per input distribution), a menu picking one.
 * cross_gpu(frames): the same implementations at the largest square size every GPU measured, a bar per GPU.
@@ -17,10 +19,10 @@ What each figure shows (every one zooms, toggles a trace on a legend click and i
 One look on every figure and page: colour is the backend (backend_colour), the marker symbol the stage, a
 variant is its stage's symbol outlined in black (plotly's "-dot" form of it), a baseline has a fixed symbol of
 its own (stage_symbol, marker_line).  A failed row (passed false) is drawn hollow (hatched, for a bar) and its
-hover says FAILED.  Legends sit below the plot, a column per backend, one for the baselines and one for the
-ceilings and other lines.  Hovering a point
-shows its implementation, precision, shape, TFLOP/s, percentage of its named baseline, relerr, SM clock and
-commit (HOVER_FIELDS).
+hover says FAILED.  Legends sit below the plot, at most 20 entries: one per backend (a click hides all its
+series), one per baseline, one for the ceilings (_collapse_legend).  Hovering a point shows its implementation,
+precision, shape, TFLOP/s with its p20-p80 spread, SM clock and power-limited mark (spread.fmt_measure),
+percentage of its named baseline, relerr, SM clock and commit (HOVER_FIELDS).
 
 Each xxx_figure() builds a plotly Figure (None when there is nothing to draw); xxx() wraps it as an HTML fragment
 with a stable div id (fig-roofline-fp32, ...) and without plotly's JavaScript: every page loads the tree's one
@@ -765,7 +767,7 @@ def size_sweep_figure(df: pd.DataFrame, shape_set: str = "square", max_clock: fl
     mine = lambda m: (m["family"], m["impl"], m["dtype"], m["precision"]) in best  # noqa: E731
     fig.update_layout(updatemenus=[_visibility_menu(fig, [("best form per backend", mine),
                                                            ("every form", lambda m: True)],
-                                                    x=1, xanchor="right", y=1 + 30 / (380 * nrows))])
+                                                    x=0.4, xanchor="left", y=1 + 30 / (380 * nrows))])
     fig.update_xaxes(title_text="M = N = K" if square else "M x N x K (ordered by FLOPs)", row=nrows)
     return _style(fig, f"TFLOP/s against problem size: {shape_set} shapes", 380 * nrows, below=80 if square else 120)
 
