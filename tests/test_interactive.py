@@ -17,7 +17,9 @@ from study.core.schema import RESULT_COLUMNS
 from study.core.stages import STAGES, stage
 from study.measure.accuracy import ACCURACY_COLUMNS
 from study.measure.frame import load_json, load_results, load_table, prepare
+from study.present import hierarchy
 from study.present import interactive as ia
+from study.present.spread import fmt_measure
 from study.present.tcec import ACC_NUMERIC, pareto_panels, pareto_points
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,9 +139,10 @@ def test_hover_text_of_one_row(h100):
     trace = next(t for t in fig.data if t.meta and t.meta.get("impl") == "cuda:09_best_simt")
     texts = [list(r) for r in trace.customdata if r[2].startswith("4096x4096x4096")]
     assert len(texts) == 1
-    impl, precision, shape, tflops, pct, relerr, clock, commit, failed, intensity = texts[0]
+    impl, precision, shape, tflops, pct, relerr, clock, commit, failed, intensity, achieved = texts[0]
     assert (impl, precision, shape, failed) == ("cuda:09_best_simt", "fp32", "4096x4096x4096 (square)", "")
-    assert float(tflops) == pytest.approx(row["tflops"], rel=5e-3)
+    assert tflops == fmt_measure(row) and "±" in tflops and "MHz" in tflops
+    assert float(tflops.split()[0]) == pytest.approx(row["tflops"], rel=5e-3)
     assert pct == f"{row['pct_cublas']:.1f}% of cublas"
     assert float(relerr) == pytest.approx(row["relerr"], rel=1e-2)
     assert clock == f"{row['sm_clock_mhz']:.0f} MHz" and commit == row["commit"]
@@ -428,6 +431,90 @@ def test_missing_ceilings_still_draw_the_points(fixture_rows):
     assert any(a.text == "no ceilings measured" for a in fig.layout.annotations)
 
 
+# --- legends, the achieved-traffic roofline, the best forms ---------------------------------------------------
+
+def test_every_legend_has_at_most_20_entries(data):
+    """A backend's series share one legend entry (a click hides the backend), a baseline has its own, the
+    ceilings share one: no figure's legend runs past 20 entries."""
+    name, df, ceilings = data
+    figs = all_figures(df, ceilings, name)
+    traffic = hierarchy.achieved_traffic(SOURCES[name], {})
+    figs |= {f"achieved-{k}": ia.roofline_figure(df, ceilings, k, traffic) for k, _ in ia.families(df)}
+    for element_id, fig in figs.items():
+        if fig is not None:
+            assert ia.legend_entries(fig) <= 20, (element_id, ia.legend_entries(fig))
+
+
+def _x_at(fig, impl: str, dtype: str, n: int):
+    """The x of an implementation's n^3 point, as drawn."""
+    for t in fig.data:
+        if t.meta and t.meta.get("impl") == impl and t.meta.get("dtype") == dtype:
+            return next((x for x, row in zip(t.x, t.customdata) if row[2].startswith(f"{n}x{n}x{n}")), None)
+    raise AssertionError(f"no trace of {impl} {dtype}")
+
+
+def test_roofline_places_calls_by_ncu_traffic_and_leaves_out_implausible_ones(h100):
+    """At 4096^3 the fp16 implementations share one compulsory intensity but sit apart at the FLOPs per DRAM
+    byte ncu counted; a call the audit rejects is not drawn there, and the menu's compulsory view draws it."""
+    df, ceilings = h100
+    traffic = hierarchy.achieved_traffic(SOURCES["h100"], {})
+    fig = ia.roofline_figure(df, ceilings, "fp16_bf16", traffic)
+    impls = ["cuda:15_wgmma", "triton:15_wgmma", "gluon:15_wgmma", "cuda:10_wmma"]
+    xs = {i: _x_at(fig, i, "fp16", 4096) for i in impls}
+    assert len(set(xs.values())) == len(impls), xs
+    t = traffic[(traffic["impl"] == "cuda:15_wgmma") & (traffic["dtype"] == "fp16") & (traffic["M"] == 4096)]
+    assert xs["cuda:15_wgmma"] == pytest.approx(2 * 4096**3 / t["dram_bytes"].iloc[0])
+    assert "ncu" in fig.layout.xaxis.title.text
+    key = ("cuda:15_wgmma", "fp16", 4096, 4096, 4096)
+    gone = ia.roofline_figure(df, ceilings, "fp16_bf16", hierarchy.achieved_traffic(SOURCES["h100"], {key: "test"}))
+    assert _x_at(gone, "cuda:15_wgmma", "fp16", 4096) is None
+    assert _x_at(gone, "triton:15_wgmma", "fp16", 4096) == pytest.approx(xs["triton:15_wgmma"])
+    views = {b.label: b.args[0]["x"] for b in gone.layout.updatemenus[0].buttons}
+    assert set(views) == {"achieved traffic (ncu)", "compulsory traffic"}
+    i = next(j for j, t in enumerate(gone.data) if t.meta and t.meta.get("impl") == "cuda:15_wgmma"
+             and t.meta.get("dtype") == "fp16")
+    assert sum(x is not None for x in views["compulsory traffic"][i]) > sum(x is not None for x in views[
+        "achieved traffic (ncu)"][i])
+    assert "Left out of the figures" in hierarchy.excluded_note({key: "test"}) and "cuda:15_wgmma" in \
+        hierarchy.excluded_note({key: "test"})
+
+
+def test_roofline_stage_menu_keeps_one_stage_and_the_baselines(h100):
+    df, ceilings = h100
+    fig = ia.roofline_figure(df, ceilings, "fp16_bf16")
+    menu = fig.layout.updatemenus[-1]
+    button = next(b for b in menu.buttons if b.label == "stage 15")
+    for t, on in zip(fig.data, button.args[0]["visible"]):
+        if t.meta and "impl" in t.meta:
+            assert on == (t.meta["stage"] in ("15", "baseline")), t.meta
+        else:
+            assert on, t.name
+
+
+def test_size_sweep_draws_the_best_form_per_backend(h100):
+    df, _ = h100
+    fig = ia.size_sweep_figure(df, "square")
+    shown = [t.meta for t in fig.data if t.meta and "impl" in t.meta and t.visible is not False]
+    hidden = [t.meta for t in fig.data if t.meta and "impl" in t.meta and t.visible is False]
+    assert hidden, "every form drawn"
+    forms = [(m["family"], m["backend"], m["dtype"]) for m in shown if m["stage"] != "baseline"]
+    assert len(forms) == len(set(forms)), "more than one form of a backend drawn per family and dtype"
+    fp16 = [m["impl"] for m in shown if m["family"] == "fp16_bf16" and m["dtype"] == "fp16"]
+    assert "cublas" in fp16 and any(i.startswith("cuda:15_wgmma") for i in fp16), fp16
+    every = next(b for b in fig.layout.updatemenus[0].buttons if b.label == "every form")
+    assert all(every.args[0]["visible"])
+
+
+def test_hover_states_spread_clock_and_power_limit(h100):
+    """A row timed well below the GPU's highest clock says power-limited in its hover."""
+    df, _ = h100
+    fig = ia.size_sweep_figure(df, "square", max_clock=1980)
+    texts = [row[3] for t in fig.data if t.customdata is not None for row in t.customdata]
+    assert all("±" in x and "MHz" in x for x in texts if x)
+    limited = df[df["sm_clock_mhz"] < 0.95 * 1980]
+    assert len(limited) and any("power-limited" in x for x in texts)
+
+
 # --- plotly.min.js -----------------------------------------------------------------------------------------
 
 def test_write_plotly_js_writes_once(tmp_path):
@@ -439,6 +526,13 @@ def test_write_plotly_js_writes_once(tmp_path):
     path.write_text("stale")
     ia.write_plotly_js(tmp_path)
     assert path.stat().st_size > 10**6
+
+
+def test_plotly_src_is_the_one_copy_relative_to_the_page(tmp_path):
+    (tmp_path / "h100").mkdir()
+    assert ia.plotly_src(tmp_path / "h100", tmp_path) == "../plotly.min.js"
+    assert ia.plotly_src(tmp_path, tmp_path) == "plotly.min.js"
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("plotly.min.js")] == ["plotly.min.js"]
 
 
 # --- a real browser ---------------------------------------------------------------------------------------

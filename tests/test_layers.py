@@ -50,7 +50,7 @@ GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
            "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",
            "study/present/formatting.py", "study/present/interactive.py", "study/present/findings.py",
            "study/present/stage_pages.py", *(f"study/present/sections/{m}.py" for m in (
-               "__init__", "environment", "figures", "findings", "profile", "results", "stages")))
+               "__init__", "environment", "findings", "profile", "results", "rooflines", "sizes", "stages")))
 
 
 def test_generic_modules_name_no_stage_even_in_prose():

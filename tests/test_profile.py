@@ -84,6 +84,23 @@ def test_report_section_renders_figures(tmp_path):
     sec = profile_section(tmp_path, ceilings)
     assert sec["figures"] and (tmp_path / sec["figures"][0]["src"]).stat().st_size > 10_000
     assert len(sec["rows"]) == 2 and sec["where"].startswith("NVIDIA H100")
+    assert not sec["excluded"]
+
+
+def test_implausible_calls_are_kept_out_of_the_figures_and_named(tmp_path):
+    """A call the profile audit rejects is drawn nowhere: not in the hierarchical roofline, not in the traffic
+    the rooflines place calls by; the note under the figures names it and why."""
+    frame = _profile_frame()
+    frame.to_csv(tmp_path / "profile.csv", index=False)
+    agg = hierarchy.per_call(frame)
+    keys = [(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) for _, r in agg.iterrows()]
+    bad = {keys[0]: "profiled time 3.9x the sweep's"}
+    assert len(hierarchy.plausible(agg, bad)) == len(agg) - 1
+    traffic = hierarchy.achieved_traffic(tmp_path, bad)
+    assert keys[0][0] not in set(traffic["impl"]) and keys[1][0] in set(traffic["impl"])
+    ceilings = {"measured": {"dram_gbps": 3000, "l2_gbps": 9000, "smem_gbps": 30000, "fp32_fma_tflops": 60}}
+    sec = profile_section(tmp_path, ceilings, bad)
+    assert keys[0][0] in sec["excluded"] and "3.9x" in sec["excluded"]
 
 
 def test_sanitizer_reports_are_attributed_to_the_implementation_running():

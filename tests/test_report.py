@@ -70,6 +70,16 @@ def is_external(url: str) -> bool:
     return url.startswith("//") or urlparse(url).scheme not in ("", "file")
 
 
+def pages(d: Path) -> list[Path]:
+    """A GPU report's own pages (index.html, rooflines.html, ...; stage-NN.html aside)."""
+    return sorted(p for p in d.glob("*.html") if not p.name.startswith("stage-"))
+
+
+def site(d: Path) -> str:
+    """The text of every page of a GPU report, as one string."""
+    return "".join(p.read_text(encoding="utf-8") for p in pages(d))
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("reports")
@@ -114,26 +124,26 @@ def test_page_names_every_stage(rendered):
 
 
 def test_images_and_links_resolve(rendered):
-    refs = parse(rendered / "index.html")
-    assert refs.imgs, "the page should show the figures"
-    for img in refs.imgs:
-        assert (img.get("alt") or "").strip(), f"<img src={img.get('src')}> has no alt text"
-        assert (rendered / img["src"]).is_file(), img["src"]
-    relative = [h for h in refs.hrefs if not is_external(h)]
-    assert "results.csv" in relative
-    for href in relative:
-        path, _, fragment = href.partition("#")
-        if path:
-            assert (rendered / unquote(path)).is_file(), href
-        if fragment:
-            assert fragment in refs.ids, f"anchor {href} has no target"
+    assert any(parse(page).imgs for page in pages(rendered)), "the pages should show the figures"
+    assert "results.csv" in parse(rendered / "index.html").hrefs
+    for page in pages(rendered):
+        refs = parse(page)
+        for img in refs.imgs:
+            assert (img.get("alt") or "").strip(), f"<img src={img.get('src')}> has no alt text"
+            assert (rendered / img["src"]).is_file(), img["src"]
+        for href in [h for h in refs.hrefs if not is_external(h)]:
+            path, _, fragment = href.partition("#")
+            if path:
+                assert (rendered / unquote(path)).is_file(), href
+            if fragment:
+                assert fragment in parse(rendered / unquote(path) if path else page).ids, f"{href} has no target"
 
 
 def test_no_external_resources(rendered):
-    refs = parse(rendered / "index.html")
-    html = (rendered / "index.html").read_text(encoding="utf-8")
-    assert not [r for r in refs.resources if is_external(r)]
-    assert "@import" not in html and "url(http" not in html
+    for page in pages(rendered):
+        html = page.read_text(encoding="utf-8")
+        assert not [r for r in parse(page).resources if is_external(r)]
+        assert "@import" not in html and "url(http" not in html
 
 
 def test_failures_and_fixture_flag_are_prominent(rendered):
@@ -148,7 +158,7 @@ def test_duplicate_rows_keep_the_last(rendered):
     fp32 = next(t for t in stage_tables(df) if t["dtype"] == "fp32")
     assert fp32["shape"] == "4096x4096x4096"
     smem = next(r for r in fp32["rows"] if r["number"] == "03")
-    assert smem["cells"]["cuda"]["tflops"] == "9.9"   # the re-run, not the first 9.6
+    assert smem["cells"]["cuda"]["tflops"].startswith("9.9 ±")   # the re-run, not the first 9.6, with its spread
 
 
 def test_stage_variants_get_a_row_each(rendered):
@@ -182,13 +192,13 @@ def test_one_interactive_roofline_per_precision_family(rendered):
     """Each family present gets its own roofline, and no PNG roofline of an older renderer lingers."""
     from study.present import interactive
     df, _ = load_results(rendered / "results.csv")
-    html = (rendered / "index.html").read_text(encoding="utf-8")
+    html = (rendered / "rooflines.html").read_text(encoding="utf-8")
     keys = [k for k, _ in interactive.families(df)]
     assert len(keys) >= 3
     for key in keys:
         assert f'id="{interactive.div_id("roofline", key)}"' in html, key
     assert not list(rendered.glob("roofline_*.png"))
-    assert (rendered / "plotly.min.js").is_file() and '<script src="plotly.min.js"></script>' in html
+    assert (rendered.parent / "plotly.min.js").is_file() and '<script src="../plotly.min.js"></script>' in html
 
 
 def test_every_percentage_names_its_baseline(rendered):
@@ -207,10 +217,11 @@ def test_every_percentage_names_its_baseline(rendered):
 # --- degenerate inputs -----------------------------------------------------------------------------
 
 def test_empty_directory_renders(tmp_path):
-    html = render(tmp_path).read_text(encoding="utf-8")
-    assert "No ceilings measured" in html
+    render(tmp_path)
+    assert "No ceilings measured" in site(tmp_path)
     assert not list(tmp_path.glob("*.png"))
-    assert not [h for h in parse(tmp_path / "index.html").hrefs if not h.startswith("#")]
+    assert not [h for h in parse(tmp_path / "index.html").hrefs if not h.startswith("#") and h not in
+                {p.name for p in pages(tmp_path)}]
 
 
 def test_partial_ceilings_and_nan_rows(tmp_path):
@@ -219,7 +230,8 @@ def test_partial_ceilings_and_nan_rows(tmp_path):
     write_results(tmp_path, rows)
     (tmp_path / "ceilings.json").write_text(json.dumps(
         {"gpu": "Unknown GPU", "measured": {"dram_gbps": None, "fp32_fma_tflops": 50.0}, "datasheet": {}}))
-    html = render(tmp_path).read_text(encoding="utf-8")
+    render(tmp_path)
+    html = site(tmp_path)
     assert "FP32 FMA" in html and "not measured" in html
     assert 'id="fig-roofline-fp32"' in html
 
@@ -274,9 +286,11 @@ def test_page_loads_in_headless_chromium(rendered, tmp_path):
         assert driver.execute_script("return document.readyState") == "complete"
         assert driver.title == parse(index).title.strip()
         assert "GEMM" in driver.title and "H100" in driver.title
+        driver.get((rendered / "tcec.html").as_uri())
         images = driver.execute_script(
             "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
         assert images, "no images on the page"
+        driver.get(index.as_uri())
         broken = [src for src, complete, width in images if not (complete and width > 0)]
         assert not broken, f"images that did not load: {broken}"
         hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
@@ -297,36 +311,40 @@ HOVER_FIELDS = ("implementation", "shape", "TFLOP/s", "% of", "MHz", "commit")
 
 @pytest.mark.browser
 def test_every_figure_renders_and_shows_its_hover_fields(rendered, tmp_path):
-    """Every Plotly figure on the page draws, and hovering a point of each shows the implementation, shape,
+    """Every Plotly figure on every page draws, and hovering a point of each shows the implementation, shape,
     TFLOP/s, the percentage of its named baseline, relerr, SM clock and commit."""
     driver = chrome_driver(tmp_path / "profile")
+    seen = []
     try:
-        driver.get((rendered / "index.html").as_uri())
-        figures = driver.execute_script("return Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.id)")
-        assert len(figures) >= 5, figures
-        for fig in figures:
-            hover = driver.execute_script("""
-                const gd = document.getElementById(arguments[0]);
-                if (!gd.querySelector('svg.main-svg')) return null;
-                const i = gd.data.findIndex(t => t.customdata && t.customdata.length && t.hovertemplate);
-                if (i < 0) return '';
-                Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}]);
-                return gd.querySelector('.hoverlayer').textContent;""", fig)
-            assert hover is not None, f"{fig} did not render"
-            assert hover, f"{fig} has no hover text"
-            for field in HOVER_FIELDS:
-                assert field in hover, (fig, field, hover)
-            assert "relerr" in hover or "relative Frobenius error" in hover, (fig, hover)
-        driver.save_screenshot(str(tmp_path / "figures.png"))
+        for page in pages(rendered):
+            driver.get(page.as_uri())
+            figures = driver.execute_script(
+                "return Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.id)")
+            seen += figures
+            for fig in figures:
+                hover = driver.execute_script("""
+                    const gd = document.getElementById(arguments[0]);
+                    if (!gd.querySelector('svg.main-svg')) return null;
+                    const i = gd.data.findIndex(t => t.customdata && t.customdata.length && t.hovertemplate
+                                                     && t.visible !== false);
+                    if (i < 0) return '';
+                    Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}]);
+                    return gd.querySelector('.hoverlayer').textContent;""", fig)
+                assert hover is not None, f"{fig} did not render"
+                assert hover, f"{fig} has no hover text"
+                for field in HOVER_FIELDS:
+                    assert field in hover, (fig, field, hover)
+                assert "relerr" in hover or "relative Frobenius error" in hover, (fig, hover)
     finally:
         driver.quit()
+    assert len(seen) >= 5, seen
 
 
 @pytest.mark.browser
 def test_results_table_sorts_and_filters(rendered, tmp_path):
     driver = chrome_driver(tmp_path / "profile")
     try:
-        driver.get((rendered / "index.html").as_uri())
+        driver.get((rendered / "results.html").as_uri())
         column = driver.execute_script(
             "return Array.from(document.querySelectorAll('#results-table th')).findIndex(th => th.textContent === 'tflops')")
         assert column >= 0

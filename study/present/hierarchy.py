@@ -6,6 +6,8 @@
 * `figure`: the hierarchical roofline of one dtype, one panel per backend (cuBLAS on each for reference): a call
   is three points at one height, one per level, against that level's measured bandwidth ceiling (DRAM, L2,
   shared memory) and the dtype's compute ceiling, in the manner of Nsight Compute's hierarchical roofline.
+* `achieved_traffic`: the DRAM bytes ncu counted per call, for the rooflines that place calls by them; calls the
+  profile audit rejects (`_implausible`) are left out of it and of `figure`, and `excluded_note` names them.
 * `claims`: every stage's docstring claim about shared-memory banks or traffic (`Stage.claims`) beside the
   counters of its kernel at n^3, with a verdict where the claim can be checked mechanically.
 
@@ -61,6 +63,43 @@ def per_call(df: pd.DataFrame) -> pd.DataFrame:
     agg["l2"] = flops / agg["l2_bytes"]
     agg["smem"] = flops / agg["smem_bytes"]
     return agg.replace([np.inf, -np.inf], np.nan)
+
+
+def _implausible(report_dir: Path) -> dict:
+    """{call key: why} for the calls whose profile is physically impossible or far off the sweep
+    (study.measure.audit); {} where that audit is not available."""
+    try:
+        from study.measure.audit import implausible_calls
+    except ImportError:
+        return {}
+    return implausible_calls(Path(report_dir))
+
+
+def plausible(agg: pd.DataFrame, implausible: dict) -> pd.DataFrame:
+    """The per-call rows whose call the audit did not reject."""
+    if not implausible or agg.empty:
+        return agg
+    keys = zip(agg["impl"], agg["dtype"], agg["M"].astype(int), agg["N"].astype(int), agg["K"].astype(int))
+    return agg[[k not in implausible for k in keys]]
+
+
+def achieved_traffic(report_dir: Path, implausible: dict) -> pd.DataFrame | None:
+    """impl, dtype, M, N, K and dram_bytes (read + written, the call's kernels summed) of every plausible profiled
+    call; None without a profile.csv."""
+    df = load(Path(report_dir) / "profile.csv")
+    if df is None:
+        return None
+    agg = plausible(per_call(df), implausible)
+    agg = agg.assign(dram_bytes=agg["dram_read_bytes"] + agg["dram_write_bytes"])
+    return agg.loc[agg["dram_bytes"] > 0, ["impl", "dtype", "M", "N", "K", "dram_bytes"]]
+
+
+def excluded_note(implausible: dict) -> str:
+    """One sentence naming the calls kept out of every figure, and why; "" when none is."""
+    if not implausible:
+        return ""
+    named = "; ".join(f"{k[0]} {k[1]} {k[2]}x{k[3]}x{k[4]} ({why})" for k, why in sorted(implausible.items()))
+    return f"Left out of the figures, their profile failing the audit: {named}."
 
 
 def _cube(agg: pd.DataFrame) -> pd.DataFrame:

@@ -2,14 +2,16 @@
 
 What each figure shows (every one zooms, toggles a trace on a legend click and isolates it on a double click):
 
-* roofline(df, ceilings, family): TFLOP/s against arithmetic intensity (FLOP per byte of compulsory traffic),
-  log-log, for one family of rows (FAMILIES, by the rows' precision) under only that family's ceilings: measured
-  (solid) and datasheet (dashed) peaks from ceilings.json, the DRAM slope, and for the family that holds a split
-  stage (Stage.split_peaks) that stage's share of each peak it splits onto.
+* roofline(df, ceilings, family, traffic): TFLOP/s against arithmetic intensity, log-log, for one family of rows
+  (FAMILIES, by the rows' precision) under only that family's ceilings: measured (solid) and datasheet (dashed)
+  peaks from ceilings.json, the DRAM slope, and for the family that holds a split stage (Stage.split_peaks) that
+  stage's share of each peak it splits onto.  Intensity is FLOPs per DRAM byte ncu counted for the call where
+  `traffic` has it, with a menu for FLOPs per byte of compulsory traffic; another menu picks one stage.
 * ladder(df, family, sizes): TFLOP/s by stage and variant at the largest square sizes, a bar per backend, with
   the cuBLAS routine the rows are measured against (their baseline_impl) as a named horizontal line.
 * size_sweep(df, shape_set): TFLOP/s against problem size, one facet per family, a line per implementation:
-  against the side for square shapes, against "MxNxK" (ordered by FLOPs) for other shape sets.
+  against the side for square shapes, against "MxNxK" (ordered by FLOPs) for other shape sets; each backend's
+  best form and the baselines drawn, a menu showing every form.
 * pareto(points): speed against error, log-log, with the Pareto front (points no other point beats on both);
   pareto_menu(panels) the same for several sets of errors (one per input distribution), a menu picking one.
 * cross_gpu(frames): the same implementations at the largest square size every GPU measured, a bar per GPU.
@@ -17,19 +19,20 @@ What each figure shows (every one zooms, toggles a trace on a legend click and i
 One look on every figure and page: colour is the backend (backend_colour), the marker symbol the stage, a
 variant is its stage's symbol outlined in black (plotly's "-dot" form of it), a baseline has a fixed symbol of
 its own (stage_symbol, marker_line).  A failed row (passed false) is drawn hollow (hatched, for a bar) and its
-hover says FAILED.  Legends sit below the plot, a column per backend, one for the baselines and one for the
-ceilings and other lines.  Hovering a point
-shows its implementation, precision, shape, TFLOP/s, percentage of its named baseline, relerr, SM clock and
-commit (HOVER_FIELDS).
+hover says FAILED.  Legends sit below the plot, at most 20 entries: one per backend (a click hides all its
+series), one per baseline, one for the ceilings (_collapse_legend).  Hovering a point shows its implementation,
+precision, shape, TFLOP/s with its p20-p80 spread, SM clock and power-limited mark (spread.fmt_measure),
+percentage of its named baseline, relerr, SM clock and commit (HOVER_FIELDS).
 
 Each xxx_figure() builds a plotly Figure (None when there is nothing to draw); xxx() wraps it as an HTML fragment
-with a stable div id (fig-roofline-fp32, ...) and without plotly's JavaScript: the page loads plotly.min.js,
-which write_plotly_js() copies from the plotly package into the report directory, so nothing is fetched when the
-page is viewed.
+with a stable div id (fig-roofline-fp32, ...) and without plotly's JavaScript: every page loads the tree's one
+plotly.min.js, which plotly_src() copies from the plotly package into reports/ and names relative to the page, so
+nothing is fetched when a page is viewed.
 """
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +51,7 @@ from study.measure.frame import NUMERIC_COLUMNS, dtype_order, prepare, series_ke
 from study.present.figures import (BACKEND_NAMES, DRAM_COLOUR, SPLIT_STAGES, dram_slopes, limits, ridge,
                                    ceiling_values, plottable, split_ceilings, split_key)
 from study.present.formatting import fmt_num
+from study.present.spread import fmt_measure
 from study.present.tcec_figures import pareto_front
 
 # --- families: which rows share a roofline ---------------------------------------------------------
@@ -128,11 +132,13 @@ def _family(key: str, rows: pd.DataFrame) -> Family:
                   "TOP/s" if dtype.startswith(("int", "uint")) else "TFLOP/s")
 
 
-def _rows(df: pd.DataFrame | None) -> pd.DataFrame:
-    """A results frame read any way, typed for the figures, with each row's series and family."""
+def _rows(df: pd.DataFrame | None, max_clock: float | None = None) -> pd.DataFrame:
+    """A results frame read any way, typed for the figures, with each row's series and family, and the GPU's
+    highest SM clock (environment.json's sm_clock_max_mhz; the hover marks a row well below it power-limited)."""
     if df is None or df.empty:
         return pd.DataFrame()
     d = prepare(df)
+    d["max_clock"] = max_clock
     for col in NUMERIC_COLUMNS:
         d[col] = pd.to_numeric(d[col], errors="coerce") if col in d else np.nan
     for col in ("baseline_impl", "commit", "gpu"):
@@ -248,8 +254,9 @@ def _shape(m, n, k) -> str:
 
 
 def _customdata(rows: pd.DataFrame, error: str = "relerr", extra: tuple[str, ...] = ()) -> np.ndarray:
-    """Per row, the hover's text: implementation, precision, shape, TFLOP/s, % of baseline, error, SM clock,
-    commit, FAILED or not, then the `extra` columns as text."""
+    """Per row, the hover's text: implementation, precision, shape, TFLOP/s (with its p20-p80 spread, SM clock and
+    power-limited mark: spread.fmt_measure, against the rows' max_clock column where set), % of baseline, error,
+    SM clock, commit, FAILED or not, then the `extra` columns as text."""
     out = []
     for r in rows.to_dict("records"):
         err = r[error]
@@ -257,7 +264,7 @@ def _customdata(rows: pd.DataFrame, error: str = "relerr", extra: tuple[str, ...
         out.append([
             r["impl"], r["precision"] or "not given",
             f"{shape} ({r['shape_set']})" if r["shape_set"] else shape,
-            fmt_num(r["tflops"]), _pct(r["pct_cublas"], r["baseline_impl"]),
+            fmt_measure(r, r.get("max_clock")) or fmt_num(r["tflops"]), _pct(r["pct_cublas"], r["baseline_impl"]),
             ("0 (exact)" if err == 0 else fmt_num(err)) if np.isfinite(err) else "not measured",
             f"{r['sm_clock_mhz']:.0f} MHz" if np.isfinite(r["sm_clock_mhz"]) else "not recorded",
             r["commit"] or "not recorded",
@@ -299,12 +306,15 @@ def _series(rows: pd.DataFrame):
 
 
 def _legend(key: dict, ranks: dict, several: set[str]) -> dict:
+    """A series' legend: a ladder series in its backend's group, a baseline in a group of its own (_collapse_legend
+    gives each group one entry)."""
     group = _group(key["stage"], key["backend"])
-    return dict(name=_name(key["stage"], key["backend"], key["impl"], key["precision"], several),
-                legendgroup=group, legendgrouptitle_text=_group_title(group),
+    name = _name(key["stage"], key["backend"], key["impl"], key["precision"], several)
+    return dict(name=name, legendgroup=f"{BASELINES}: {name}" if group == BASELINES else group,
+                legendgrouptitle_text=_group_title(group),
                 legendrank=ranks[_rank(key["stage"], key["backend"], key["impl"], key["dtype"])],
                 meta={"impl": key["impl"], "backend": key["backend"], "precision": key["precision"],
-                      "dtype": key["dtype"]})
+                      "dtype": key["dtype"], "stage": key["stage"]})
 
 
 def _ranks(rows: pd.DataFrame) -> dict:
@@ -314,10 +324,12 @@ def _ranks(rows: pd.DataFrame) -> dict:
 
 def _points(rows: pd.DataFrame, x: str, *, unit: str, ranks: dict, several: set[str], y: str = "tflops",
             mode: str = "markers", error: str = "relerr", error_label: str = "relerr",
-            extra: tuple[tuple[str, str], ...] = (), xvalues: pd.Series | None = None) -> list[go.Scatter]:
+            extra: tuple[tuple[str, str], ...] = (), xvalues: pd.Series | None = None,
+            views: dict[str, list] | None = None) -> list[go.Scatter]:
     """A scatter trace per series: colour by backend, symbol by stage, hollow where the check failed.  `x` and
     `y` name the columns drawn (`xvalues`, by row, replaces `x` on a categorical axis); `extra` adds (label,
-    column) lines to the hover."""
+    column) lines to the hover; `views` ({column: []}) receives each trace's x in each named column, for a menu
+    that moves the points."""
     traces = []
     for key, g in _series(rows):
         g = g.sort_values(x) if xvalues is None else g.assign(_x=xvalues.loc[g.index]).sort_values("_x")
@@ -327,6 +339,8 @@ def _points(rows: pd.DataFrame, x: str, *, unit: str, ranks: dict, several: set[
         if not g["passed"].iloc[0]:
             # The legend draws a trace's first symbol: lead with an empty point in the passed look.
             g = pd.concat([g.iloc[:1].assign(**{x: np.nan, y: np.nan, "passed": True, "_x": None}), g])
+        for column, xs in (views or {}).items():
+            xs.append([v if np.isfinite(v) and v > 0 else None for v in g[column].astype(float)])
         traces.append(go.Scatter(
             x=g[x] if xvalues is None else g["_x"], y=g[y], mode=mode,
             marker=dict(symbol=[marker_symbol(series, p) for p in g["passed"]], color=colour,
@@ -366,8 +380,52 @@ def _legend_height(fig: go.Figure) -> float:
             seen.add((group, item.name))
             counts[group] = counts.get(group, 1 if item.legendgrouptitle.text else 0) + 1
     per_band = int(1 / LEGEND_COLUMN)
+    if all(n == 1 for n in counts.values()):      # one entry per group (_collapse_legend): rows of per_band entries
+        return (LEGEND_ROW_PX + 4) * math.ceil(len(counts) / per_band) + 12 if counts else 0
     bands = [list(counts.values())[i:i + per_band] for i in range(0, len(counts), per_band)]
     return sum(LEGEND_ROW_PX * max(b) + 12 for b in bands)
+
+
+CEILINGS_GROUP = "ceilings"
+
+
+def legend_entries(fig: go.Figure) -> int:
+    """How many entries the figure's legend shows: its legend-shown traces and shapes, a group's repeats of one
+    name once (the panels of a menu repeat their series)."""
+    return len({(t.legendgroup or "", t.name) for t in (*fig.data, *fig.layout.shapes) if t.showlegend is not False
+                and (t.showlegend or not isinstance(t, go.layout.Shape))})
+
+
+def _collapse_legend(fig: go.Figure) -> go.Figure:
+    """One legend entry per legend group: a backend's series share one entry (named by the backend), a baseline
+    keeps its own, the ceilings share one.  Every trace hides its own entry, and a legend-only trace drawn like
+    the group's first stands for the group: a click shows or hides the whole group, a double click isolates it.
+    Stages are told apart by marker (and picked in a figure's stage menu)."""
+    first: dict[str, go.BaseTraceType] = {}
+    for t in fig.data:
+        if t.legendgroup and t.showlegend is not False:
+            first.setdefault(t.legendgroup, t)
+            t.showlegend = False
+        t.legendgrouptitle = None
+    for group, t in first.items():
+        symbol = t.marker.symbol if t.marker else None
+        symbol = (symbol[0] if isinstance(symbol, (tuple, list)) and symbol else symbol) or "circle"
+        mode = "lines" if group == CEILINGS_GROUP else ("markers" if "markers" in (t.mode or "markers") else "lines")
+        name = BACKEND_NAMES.get(group) or {CEILINGS_GROUP: "ceilings (dashed: datasheet)"}.get(group, t.name)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode=mode, name=name, legendgroup=group, showlegend=True,
+                                 legendrank=t.legendrank, hoverinfo="skip", line=t.line,
+                                 marker=dict(symbol=symbol if group not in BACKEND_NAMES else "circle",
+                                             color=t.marker.color if t.marker else None, size=10)))
+    return fig.update_layout(legend_groupclick="togglegroup")
+
+
+def _visibility_menu(fig: go.Figure, options: list[tuple[str, Callable]], **where) -> dict:
+    """An updatemenu whose buttons show the series traces each option keeps (`keep(meta)` true; a trace
+    without meta, a ceiling or a legend entry, always shows)."""
+    buttons = [dict(label=label, method="restyle",
+                    args=[{"visible": [keep(t.meta) if isinstance(t.meta, dict) and "impl" in t.meta else True
+                                       for t in fig.data]}]) for label, keep in options]
+    return dict(type="dropdown", buttons=buttons, active=0, showactive=True, yanchor="bottom", **where)
 
 
 def _style(fig: go.Figure, title: str, plot_height: int, below: int = 80) -> go.Figure:
@@ -414,6 +472,14 @@ def write_plotly_js(directory: Path) -> str:
     return PLOTLY_JS
 
 
+def plotly_src(page_dir: Path, reports_root: Path) -> str:
+    """The <script src> of plotly.min.js for a page in page_dir: the tree's one copy, in reports_root (written
+    there when absent or different), as a path relative to the page ("../plotly.min.js" from reports/h100/)."""
+    root, page = Path(reports_root).resolve(), Path(page_dir).resolve()
+    write_plotly_js(root)
+    return Path(os.path.relpath(root / PLOTLY_JS, page)).as_posix()
+
+
 # --- roofline ------------------------------------------------------------------------------------------
 
 def _label_clusters(ceils, unit: str) -> dict[str, str]:
@@ -434,7 +500,8 @@ def _ceiling_traces(ceils, dram, xlim, unit: str) -> list[go.Scatter]:
     """Measured ceilings solid, datasheet ones dashed, each from its ridge point; the DRAM slope up to the
     highest of them."""
     traces = []
-    common = dict(mode="lines+text", legendgroup=KEY, legendgrouptitle_text=f"ceilings, {unit} (dashed: datasheet)",
+    common = dict(mode="lines+text", legendgroup=CEILINGS_GROUP,
+                  legendgrouptitle_text=f"ceilings, {unit} (dashed: datasheet)",
                   legendrank=10**5, textposition="bottom left")
     top = max((m or d) for _, _, _, m, d in ceils) if ceils else None
     for gbps, dash, kind in ((dram[0], "solid", "measured"), (dram[1], "dash", "datasheet")):
@@ -460,38 +527,82 @@ def _ceiling_traces(ceils, dram, xlim, unit: str) -> list[go.Scatter]:
     return traces
 
 
-def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str) -> go.Figure | None:
+ROOFLINE_PX = 540
+ACHIEVED = "achieved"        # a roofline's column: FLOPs per DRAM byte that ncu counted for the call
+
+
+def _with_traffic(points: pd.DataFrame, traffic: pd.DataFrame | None) -> pd.DataFrame:
+    """The points with their achieved intensity (2MNK over the DRAM bytes ncu counted), NaN where not profiled."""
+    if traffic is None or traffic.empty:
+        return points.assign(**{ACHIEVED: np.nan})
+    t = traffic.assign(**{c: traffic[c].astype(float) for c in ("M", "N", "K")})
+    merged = points.merge(t, on=["impl", "dtype", "M", "N", "K"], how="left")
+    merged.index = points.index
+    return merged.assign(**{ACHIEVED: 2.0 * merged["M"] * merged["N"] * merged["K"] / merged["dram_bytes"]})
+
+
+def _stage_menu(fig: go.Figure, points: pd.DataFrame) -> dict:
+    stages = [n for n in dict.fromkeys(sorted(points["stage"], key=lambda st: _STAGE_INDEX.get(st, 99)))
+              if n != "baseline"]
+    options = [("every stage", lambda m: True)]
+    options += [(f"stage {n}", lambda m, n=n: m["stage"] in (n, "baseline")) for n in stages]
+    return _visibility_menu(fig, options, x=1, xanchor="right", y=1 + 8 / ROOFLINE_PX)
+
+
+def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str, traffic: pd.DataFrame | None = None,
+                    max_clock: float | None = None) -> go.Figure | None:
     """The roofline of one family (FAMILIES, or a key families() returned): its rows at every shape, its own
-    ceilings.  None when the family has no row with both a TFLOP/s and an intensity."""
-    rows = _rows(df)
+    ceilings.  With `traffic` (hierarchy.achieved_traffic: impl, dtype, M, N, K, dram_bytes) a call sits at the
+    FLOPs per DRAM byte ncu counted for it, and a menu switches to compulsory traffic (every row's `intensity`);
+    a menu picks one stage.  None when the family has no row with both a TFLOP/s and an intensity."""
+    rows = _rows(df, max_clock)
     if rows.empty:
         return None
     points = plottable(rows[rows["family"] == family], "intensity", "tflops")
     if points.empty:
         return None
+    points = _with_traffic(points, traffic)
+    achieved = bool((points[ACHIEVED] > 0).any())
     fam = _family(family, rows)
     split = [c for s in SPLIT_STAGES if (points["stage"] == s.number).any() for c in split_ceilings(ceilings, s)]
     ceils = [c for c in ceiling_values(ceilings) + split if c[0] in fam.ceilings]
     dram = dram_slopes(ceilings)
-    xlim, ylim = limits(points, ceils, dram)
+    both = pd.concat([points, points[points[ACHIEVED] > 0].assign(intensity=lambda d: d[ACHIEVED])])
+    xlim, ylim = limits(both, ceils, dram)
     fig = go.Figure()
     per_op = "OP" if fam.unit == "TOP/s" else "FLOP"
-    fig.add_traces(_points(points, "intensity", unit=fam.unit, ranks=_ranks(points),
-                           several=_several(points),
-                           extra=((f"intensity ({per_op}/byte)", "intensity"),)))
+    views = {"intensity": [], ACHIEVED: []}
+    fig.add_traces(_points(points, "intensity", unit=fam.unit, ranks=_ranks(points), several=_several(points),
+                           extra=((f"compulsory {per_op}/byte", "intensity"), (f"ncu DRAM {per_op}/byte", ACHIEVED)),
+                           views=views))
     fig.add_traces(_ceiling_traces(ceils, dram, xlim, fam.unit))
     _failed_note(fig, points)
+    _collapse_legend(fig)
+    titles = {"intensity": f"{per_op} per byte of compulsory traffic (A, B, D, and C when beta != 0)",
+              ACHIEVED: f"{per_op} per DRAM byte that ncu counted (read + written, the call's kernels summed)"}
+    menus = [_stage_menu(fig, points)]
+    if achieved:
+        keep = [t.x for t in fig.data[len(views["intensity"]):]]
+        buttons = [dict(label=label, method="update",
+                        args=[{"x": [*views[view], *keep]}, {"xaxis.title.text": titles[view]}])
+                   for label, view in (("achieved traffic (ncu)", ACHIEVED), ("compulsory traffic", "intensity"))]
+        menus.insert(0, dict(type="dropdown", buttons=buttons, active=0, showactive=True, x=0.84, xanchor="right",
+                             yanchor="bottom", y=1 + 8 / ROOFLINE_PX))
+        for t, x in zip(fig.data, views[ACHIEVED]):
+            t.x = x
+    fig.update_layout(updatemenus=menus)
     fig.update_xaxes(type="log", range=[math.log10(xlim[0]), math.log10(xlim[1])],
-                     title_text=f"arithmetic intensity ({per_op}/byte of compulsory traffic: A, B, D, and C when beta != 0)")
+                     title_text=titles[ACHIEVED if achieved else "intensity"])
     fig.update_yaxes(type="log", range=[math.log10(ylim[0]), math.log10(ylim[1])], title_text=fam.unit)
     if not ceils and not any(dram):
         fig.add_annotation(text="no ceilings measured", xref="paper", yref="paper", x=1, y=1, showarrow=False)
-    return _style(fig, f"Roofline: {fam.title}", 540)
+    return _style(fig, f"Roofline: {fam.title}", ROOFLINE_PX)
 
 
-def roofline(df: pd.DataFrame, ceilings: dict | None, family: str) -> str | None:
+def roofline(df: pd.DataFrame, ceilings: dict | None, family: str, traffic: pd.DataFrame | None = None,
+             max_clock: float | None = None) -> str | None:
     """roofline_figure() as an HTML fragment, div id fig-roofline-<family>."""
-    return fragment(roofline_figure(df, ceilings, family), div_id("roofline", family))
+    return fragment(roofline_figure(df, ceilings, family, traffic, max_clock), div_id("roofline", family))
 
 
 # --- ladder --------------------------------------------------------------------------------------------
@@ -521,11 +632,12 @@ def _category(stage: str, impl: str, dtype: str, with_dtype: bool) -> str:
     return f"{label} {dtype}" if with_dtype else label
 
 
-def ladder_figure(df: pd.DataFrame, family: str, sizes: tuple[int, ...] = (4096, 8192)) -> go.Figure | None:
+def ladder_figure(df: pd.DataFrame, family: str, sizes: tuple[int, ...] = (4096, 8192),
+                  max_clock: float | None = None) -> go.Figure | None:
     """TFLOP/s by stage (and variant) of one family at square sizes (`sizes` where measured, else the largest
     square the family has): a row of bars per size, a bar per backend (baselines other than cuBLAS as bars of
     their own), and each cuBLAS routine the rows are measured against as a horizontal line named in the legend."""
-    rows = _rows(df)
+    rows = _rows(df, max_clock)
     if rows.empty:
         return None
     mine = _square(rows[(rows["family"] == family) & (rows["tflops"] > 0)])
@@ -585,18 +697,33 @@ def _failed_bars_note(fig: go.Figure, bars: pd.DataFrame) -> None:
                                          pattern=dict(shape="/", fgcolor="#555555")), hoverinfo="skip"))
 
 
-def ladder(df: pd.DataFrame, family: str, sizes: tuple[int, ...] = (4096, 8192)) -> str | None:
+def ladder(df: pd.DataFrame, family: str, sizes: tuple[int, ...] = (4096, 8192),
+           max_clock: float | None = None) -> str | None:
     """ladder_figure() as an HTML fragment, div id fig-ladder-<family>."""
-    return fragment(ladder_figure(df, family, sizes), div_id("ladder", family))
+    return fragment(ladder_figure(df, family, sizes, max_clock), div_id("ladder", family))
 
 
 # --- TFLOP/s against size ------------------------------------------------------------------------------
 
-def size_sweep_figure(df: pd.DataFrame, shape_set: str = "square") -> go.Figure | None:
+def best_forms(rows: pd.DataFrame) -> set[tuple[str, str, str]]:
+    """(impl, dtype, precision) of each backend's fastest passing series at the rows' largest size (by FLOPs),
+    one per backend and input dtype; every baseline series."""
+    ok = rows[rows["passed"] & (rows["tflops"] > 0)]
+    keep = {(i, d, p) for i, d, p in zip(ok["impl"], ok["dtype"], ok["precision"])
+            if i in set(ok.loc[ok["stage"] == "baseline", "impl"])}
+    for _, g in ok[ok["stage"] != "baseline"].groupby(["backend", "dtype"]):
+        top = g[g["M"] * g["N"] * g["K"] == (g["M"] * g["N"] * g["K"]).max()]
+        r = top.loc[top["tflops"].idxmax()]
+        keep.add((r["impl"], r["dtype"], r["precision"]))
+    return keep
+
+
+def size_sweep_figure(df: pd.DataFrame, shape_set: str = "square", max_clock: float | None = None) -> go.Figure | None:
     """TFLOP/s against problem size for one shape set, one facet per family, a line per implementation.  Square
     shapes: against the side (log 2 axis).  Other sets ("llm", a model's shapes): against "MxNxK", ordered by
-    FLOPs."""
-    rows = _rows(df)
+    FLOPs.  Drawn: each backend's fastest form per family and input dtype (best_forms) and the baselines; a menu
+    shows every form."""
+    rows = _rows(df, max_clock)
     if rows.empty:
         return None
     pts = rows[(rows["shape_set"] == shape_set) & (rows["tflops"] > 0) & (rows[["M", "N", "K"]] > 0).all(axis=1)]
@@ -613,13 +740,21 @@ def size_sweep_figure(df: pd.DataFrame, shape_set: str = "square") -> go.Figure 
     labels = pd.Series([_shape(m, n, k) for m, n, k in zip(pts["M"], pts["N"], pts["K"])], index=pts.index)
     by_flops = sorted(set(zip(pts["M"] * pts["N"] * pts["K"], labels)))
     ranks = _ranks(pts)
+    best = set()
     for i, key in enumerate(fams):
         r, c = 1 + i // cols, 1 + i % cols
         g = pts[pts["family"] == key]
         fam = _family(key, rows)
-        fig.add_traces(_points(g, "M", unit=fam.unit, ranks=ranks, mode="lines+markers",
-                               several=_several(pts),
-                               xvalues=None if square else labels.loc[g.index]), rows=r, cols=c)
+        traces = _points(g, "M", unit=fam.unit, ranks=ranks, mode="lines+markers", several=_several(pts),
+                         xvalues=None if square else labels.loc[g.index])
+        shown = best_forms(g)
+        for t in traces:
+            t.meta = {**t.meta, "family": key}
+            if (t.meta["impl"], t.meta["dtype"], t.meta["precision"]) in shown:
+                best.add((key, t.meta["impl"], t.meta["dtype"], t.meta["precision"]))
+            else:
+                t.visible = False
+        fig.add_traces(traces, rows=r, cols=c)
         if square:
             sides = sorted(set(g["M"].astype(int)))
             fig.update_xaxes(type="log", tickvals=sides, ticktext=[str(s) for s in sides], row=r, col=c)
@@ -628,13 +763,18 @@ def size_sweep_figure(df: pd.DataFrame, shape_set: str = "square") -> go.Figure 
                              tickangle=-30, row=r, col=c)
         fig.update_yaxes(type="log", title_text=fam.unit if c == 1 or fam.unit != "TFLOP/s" else None, row=r, col=c)
     _failed_note(fig, pts, row=1, col=1)
+    _collapse_legend(fig)
+    mine = lambda m: (m["family"], m["impl"], m["dtype"], m["precision"]) in best  # noqa: E731
+    fig.update_layout(updatemenus=[_visibility_menu(fig, [("best form per backend", mine),
+                                                           ("every form", lambda m: True)],
+                                                    x=0.4, xanchor="left", y=1 + 30 / (380 * nrows))])
     fig.update_xaxes(title_text="M = N = K" if square else "M x N x K (ordered by FLOPs)", row=nrows)
     return _style(fig, f"TFLOP/s against problem size: {shape_set} shapes", 380 * nrows, below=80 if square else 120)
 
 
-def size_sweep(df: pd.DataFrame, shape_set: str = "square") -> str | None:
+def size_sweep(df: pd.DataFrame, shape_set: str = "square", max_clock: float | None = None) -> str | None:
     """size_sweep_figure() as an HTML fragment, div id fig-size-<shape_set>."""
-    return fragment(size_sweep_figure(df, shape_set), div_id("size", shape_set))
+    return fragment(size_sweep_figure(df, shape_set, max_clock), div_id("size", shape_set))
 
 
 # --- speed against accuracy ----------------------------------------------------------------------------
@@ -712,6 +852,7 @@ def pareto_menu_figure(panels: list[tuple[str, pd.DataFrame]]) -> go.Figure | No
         layouts.append({"title.text": f"Speed against accuracy ({metric})", "yaxis.title.text": metric,
                         "annotations": notes})
     _failed_note(fig, pd.concat([b[3] for _, b in built]).drop_duplicates("impl"))
+    _collapse_legend(fig)
     fig.update_layout(annotations=layouts[0]["annotations"])
     fig.update_xaxes(type="log", title_text="TFLOP/s")
     fig.update_yaxes(type="log", title_text=layouts[0]["yaxis.title.text"], exponentformat="power")

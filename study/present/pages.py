@@ -1,7 +1,7 @@
 """The stages with a section of their own in the report, one module each.
 
 A stage page module gives `section(df, ceilings, report_dir)`: its data for the page, or None when it has nothing
-to show; the TEMPLATE (in templates/) that renders it, with the data as `page.data`; its anchor ID and NAV link;
+to show; the TEMPLATE (in templates/) that renders it, with the data as `section.data`; its page (ID.html) and NAV;
 the data FILES it links to; and `findings(df, report_dir, n)`: its findings for the front page, as (topic,
 text, chart family) at n^3.  The report iterates STAGE_PAGES, so it never names a stage itself.
 """

@@ -16,11 +16,12 @@ import jinja2
 import pandas as pd
 
 from study.measure.frame import call_key, load_json, load_results
-from study.present import interactive
+from study.core.clock import POWER_LIMITED_FRACTION
+from study.present import hierarchy, interactive
 from study.present.findings import findings, ptx_facts
 from study.present.formatting import fmt_num
 from study.present.pages import STAGE_PAGES
-from study.present.sections import SECTIONS, Context
+from study.present.sections import PAGES, Context
 from study.core.stages import STAGES
 from study.present.stage_pages import page_name, render_stage_pages
 
@@ -55,8 +56,26 @@ def _gpu(df: pd.DataFrame, env: dict | None, ceilings: dict | None) -> str:
     return (env or {}).get("gpu") or (ceilings or {}).get("gpu") or (df["gpu"].iloc[0] if len(df) else "")
 
 
+def _pages(ctx: Context, df: pd.DataFrame) -> list[dict]:
+    """Every page of a GPU's report that has something to show (the overview always): its file, navigation name,
+    heading and sections.  A stage with a section of its own (STAGE_PAGES) gets a page of its own."""
+    pages = []
+    for page in PAGES:
+        sections = [{"id": m.ID, "nav": m.NAV, "template": m.TEMPLATE, "data": d}
+                    for m in page.sections if (d := m.build(ctx)) is not None]
+        if sections or page.file == "index.html":
+            pages.append({"file": page.file, "nav": page.nav, "title": page.title, "sections": sections})
+    for stage in STAGE_PAGES:
+        if (d := stage.section(df, ctx.ceilings, ctx.report_dir)) is not None:
+            pages.append({"file": f"{stage.ID}.html", "nav": stage.NAV, "title": stage.NAV,
+                          "sections": [{"id": stage.ID, "nav": stage.NAV, "template": stage.TEMPLATE, "data": d}]})
+    return pages
+
+
 def render(report_dir: Path, stale: set | None = None) -> Path:
-    """One GPU's page (report_dir/index.html) and its stage pages, from the files in report_dir."""
+    """One GPU's report, from the files in report_dir: its pages (PAGES: report_dir/index.html, the overview,
+    and one page per part, each under twelve screens) and its stage pages.  Every page loads the one
+    plotly.min.js, in report_dir's parent (reports/); a copy an earlier renderer left in report_dir is removed."""
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     for pattern in OLD_OUTPUTS:
@@ -66,33 +85,42 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
     env, ceilings = load_json(report_dir / "environment.json"), load_json(report_dir / "ceilings.json")
     stale = stale or set()
     jenv = _env()
-    ctx = Context(report_dir, df, fresh_rows(df, stale), env, ceilings, stale, ptx_facts(report_dir))
+    ctx = Context(report_dir, df, fresh_rows(df, stale), env, ceilings, stale, ptx_facts(report_dir),
+                  implausible=hierarchy._implausible(report_dir))
     ctx.stage_nav = render_stage_pages(report_dir, df, env=jenv, stale=stale) if len(df) else []
-    sections = []
-    for module in SECTIONS:
-        data = module.build(ctx)
-        if data is not None:
-            sections.append({"id": module.ID, "nav": module.NAV, "template": module.TEMPLATE, "data": data})
-    pages = [{"id": p.ID, "nav": p.NAV, "template": p.TEMPLATE, "data": d}
-             for p in STAGE_PAGES if (d := p.section(df, ceilings, report_dir)) is not None]
+    pages = _pages(ctx, df)
     gpu = _gpu(df, env, ceilings)
     failed = df[~df["passed"]]
     commits = sorted(set(df["commit"])) if "commit" in df and len(df) else []
     # The landing page one folder up, where this folder is one GPU's report among others.
     home = "../index.html" if (report_dir.parent / "index.html").exists() or report_dir.parent.name == "reports" else ""
-    html = jenv.get_template("index.html.j2").render(
-        title=f"GEMM study: CUDA, Triton and Gluon ladders{f' on {gpu}' if gpu else ''}", gpu=gpu,
-        plotly_js=interactive.write_plotly_js(report_dir) if len(df) else "", home=home,
+    common = dict(
+        gpu=gpu, plotly_js=interactive.plotly_src(report_dir, report_dir.parent) if len(df) else "", home=home,
         n_rows=len(df), commit=", ".join(commits), fixture=bool((env or {}).get("fixture")), notes=notes,
         failed=[{"impl": r["impl"], "dtype": r["dtype"], "shape": f"{r['M']:.0f}x{r['N']:.0f}x{r['K']:.0f}",
                  "relerr": fmt_num(r["relerr"]), "tol": fmt_num(r["tol"]), "error": r["error"]}
                 for _, r in failed.iterrows()],
-        sections=sections, stage_sections=pages, stage_nav=ctx.stage_nav,
+        pages=pages, stage_nav=ctx.stage_nav, protocol=protocol(env),
         links=[n for n in ("results.csv", "environment.json", "ceilings.json",
-                           *(f for page in STAGE_PAGES for f in page.FILES), "profile.csv") if (report_dir / n).exists()])
-    out = report_dir / "index.html"
-    out.write_text(html, encoding="utf-8")
-    return out
+                           *(f for page in STAGE_PAGES for f in page.FILES), "profile.csv")
+               if (report_dir / n).exists()])
+    if len(df):
+        (report_dir / interactive.PLOTLY_JS).unlink(missing_ok=True)     # the tree's one copy is in the parent
+    for page in pages:
+        title = f"GEMM study{f' on {gpu}' if gpu else ''}: {page['title']}"
+        html = jenv.get_template("index.html.j2").render(title=title, page=page, **common)
+        (report_dir / page["file"]).write_text(html, encoding="utf-8")
+    return report_dir / "index.html"
+
+
+def protocol(env: dict | None) -> str:
+    """How every figure on a GPU's pages was measured, in one sentence for the pages' footnote."""
+    top = (env or {}).get("sm_clock_max_mhz")
+    limit = f" (below {POWER_LIMITED_FRACTION:.0%} of the GPU's {top:.0f} MHz)" if top else ""
+    return ("Each figure is the median of up to 200 back-to-back timed calls, L2 flushed before each; ±x% is half "
+            "their p20-p80 spread, @MHz the SM clock NVML averaged over them. A row whose clock was held down by "
+            f"the power limit{limit} is marked power-limited, with its figure when timed with the GPU idle 1 ms "
+            "before each call, where measured.")
 
 
 # --- the landing page -------------------------------------------------------------------------------

@@ -12,5 +12,5 @@ def build(ctx) -> dict | None:
     found = findings(ctx.fresh, ctx.report_dir, ctx.ptx)
     if not found:
         return None
-    charts = [(key, interactive.ladder(ctx.fresh, key)) for key in CHARTS]
+    charts = [(key, interactive.ladder(ctx.fresh, key, max_clock=ctx.max_clock)) for key in CHARTS]
     return {"findings": found, "charts": [c for _, c in charts if c], "stale": len(ctx.stale)}

@@ -8,6 +8,7 @@ from study.core.stages import STAGES
 from study.measure.frame import dtype_order, variant_of
 from study.present import figures as roofline
 from study.present.formatting import fmt_bytes, fmt_num
+from study.present.spread import fmt_measure
 
 ID, NAV, TEMPLATE = "stages", "Stages", "sections/stages.html.j2"
 
@@ -25,16 +26,17 @@ def reference_shape(df: pd.DataFrame) -> tuple[tuple[int, int, int] | None, bool
     return (int(r["M"]), int(r["N"]), int(r["K"])), False
 
 
-def _cell(rows: pd.DataFrame, bases: dict) -> dict | None:
+def _cell(rows: pd.DataFrame, bases: dict, max_clock=None) -> dict | None:
     """The last row of `rows` as a table cell; its percentage names its baseline, and the baseline's precision
-    where that differs from the row's (an fp16-split or TF32 row against SGEMM, say)."""
+    where that differs from the row's (an fp16-split or TF32 row against SGEMM, say); its TFLOP/s with its
+    spread and SM clock (spread.fmt_measure)."""
     if rows.empty:
         return None
     r = rows.iloc[-1]
     base = bases.get((r["baseline_impl"], r["dtype"]), "")
     res = [fmt_num(r["registers"]), fmt_bytes(r["smem_bytes"]), fmt_num(r["spills"])]
     return {
-        "impl": r["impl"], "precision": r["precision"], "tflops": fmt_num(r["tflops"]),
+        "impl": r["impl"], "precision": r["precision"], "tflops": fmt_measure(r, max_clock) or fmt_num(r["tflops"]),
         "pct": fmt_num(r["pct_cublas"]), "baseline": r["baseline_impl"], "relerr": fmt_num(r["relerr"]),
         "other_precision": base if base and base != r["precision"] else "",
         "tol": fmt_num(r["tol"]), "passed": bool(r["passed"]), "error": r["error"],
@@ -64,7 +66,8 @@ def _bought(at: pd.DataFrame, num: str, prev: str | None, backends) -> str:
     return f"Against stage {prev}: " + ", ".join(parts) + "." if parts else ""
 
 
-def _stage_rows(at: pd.DataFrame, present: set[str], titles: dict[str, str], backends, bases: dict) -> list[dict]:
+def _stage_rows(at: pd.DataFrame, present: set[str], titles: dict[str, str], backends, bases: dict,
+                max_clock=None) -> list[dict]:
     known = {s.number: s for s in STAGES}
     numbers = [s.number for s in STAGES if s.number in present] + sorted(present - set(known))
     rows = []
@@ -86,15 +89,15 @@ def _stage_rows(at: pd.DataFrame, present: set[str], titles: dict[str, str], bac
                 "bought": _bought(at, num, numbers[i - 1] if i else None, backends) if main else "",
                 "notes": [f"{roofline.BACKEND_NAMES.get(b, b)}: {t}" for b, t in (s.notes if s else {}).items()]
                          if main else [],
-                "cells": {b: _cell(mine[mine["backend"] == b], bases) for b, _ in backends},
+                "cells": {b: _cell(mine[mine["backend"] == b], bases, max_clock) for b, _ in backends},
             })
     return rows
 
 
-def _baseline_rows(at: pd.DataFrame, impls: list[str], backends, bases: dict) -> list[dict]:
+def _baseline_rows(at: pd.DataFrame, impls: list[str], backends, bases: dict, max_clock=None) -> list[dict]:
     rows = []
     for impl in impls:
-        cell = _cell(at[at["impl"] == impl], bases)
+        cell = _cell(at[at["impl"] == impl], bases, max_clock)
         # cuBLAS sits with CUDA; a tuned Triton baseline sits with Triton, so each column compares like with like.
         side = at.loc[at["impl"] == impl, "backend"].iloc[-1] if cell else "cuda"
         side = side if side in dict(backends) else "cuda"
@@ -103,7 +106,7 @@ def _baseline_rows(at: pd.DataFrame, impls: list[str], backends, bases: dict) ->
     return rows
 
 
-def stage_tables(df: pd.DataFrame) -> list[dict]:
+def stage_tables(df: pd.DataFrame, max_clock=None) -> list[dict]:
     tables = []
     backends = _backends(df) or [("cuda", "CUDA")]
     # What each baseline computes, per input dtype: a row's percentage names its baseline's precision where it
@@ -122,12 +125,11 @@ def stage_tables(df: pd.DataFrame) -> list[dict]:
         styles = roofline.series_styles(df)
         impls = sorted(set(d.loc[d["stage"] == "baseline", "impl"]), key=lambda i: styles[i].order)
         tables.append({"dtype": dtype, "shape": "x".join(map(str, shape)), "square": square, "backends": backends,
-                       "rows": _stage_rows(at, present, titles, backends, bases) + _baseline_rows(at, impls, backends, bases)})
+                       "rows": _stage_rows(at, present, titles, backends, bases, max_clock)
+                       + _baseline_rows(at, impls, backends, bases, max_clock)})
     return tables
 
 
-
-
 def build(ctx) -> dict | None:
-    tables = stage_tables(ctx.df)
+    tables = stage_tables(ctx.df, ctx.max_clock)
     return {"tables": tables, "pages": {p["number"]: p["href"] for p in ctx.stage_nav}} if tables else None
