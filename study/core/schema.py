@@ -34,8 +34,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "impl_key",       # the implementation's code key when measured (study/measure/evidence.py): a row whose key is not the
                       # current one measured other code, and is stale (python -m study.evidence --stale)
     # A row whose mean SM clock fell below POWER_LIMITED_FRACTION (study/core/clock.py) of the GPU's maximum ran
-    # power-limited: back to back, sustained tensor-core GEMMs pull the clock down.  Such a row is timed a second time with the
-    # GPU left idle before each call (study/measure/timing.py), which keeps the clock up; both figures are shown.
+    # power-limited: back to back, sustained tensor-core GEMMs pull the clock down.  Such a row is timed a second
+    # time with the GPU left idle before each call (study/measure/timing.py), which keeps the clock up; both
+    # figures are shown.
     "ms_idle", "ms_idle_p20", "ms_idle_p80",
     "sm_clock_idle_mhz",
 )
