@@ -129,7 +129,7 @@ def headline(ladder: Ladder, line: list[dict], base: pd.Series | None, sgemm: pd
     return text + "."
 
 
-def table(df: pd.DataFrame, max_clock=None) -> list[dict]:
+def table(df: pd.DataFrame, max_clock=None, charts: bool = True) -> list[dict]:
     """Each ladder as the landing page shows it: title, headline, baseline and a row per step."""
     n = reference_size(df)
     if n is None:
@@ -147,27 +147,27 @@ def table(df: pd.DataFrame, max_clock=None) -> list[dict]:
             for b in BACKENDS:
                 r = s["rows"].get(b)
                 cells[b] = None if r is None else {
-                    "text": compact(r), "title": f"{r['impl']}: {spread.fmt_measure(r, max_clock)} TFLOP/s",
+                    "text": compact(r), "title": f"{r['impl']}: {spread.fmt_measure(r, max_clock, 'TFLOP/s')}",
                     "limited": spread.power_limited(r, max_clock)}
-            pcts = [(b, _pct(s["rows"][b], base if not s["apart"] else sgemm, ladder.baseline))
-                    for b in BACKENDS if b in s["rows"]]
-            rows.append({"stage": s["stage"], "adds": STAGE[s["stage"]].title, "about": STAGE[s["stage"]].summary,
+            pcts = [(b, _pct(s["rows"][b], base if not s["apart"] else sgemm, ladder.baseline)
+                     if b in s["rows"] else None) for b in BACKENDS]
+            rows.append({"stage": s["stage"], "rows": s["rows"], "adds": STAGE[s["stage"]].title, "about": STAGE[s["stage"]].summary,
                          "apart": s["apart"], "precision": s["precision"], "cells": cells,
                          "pct": " / ".join("–" if p is None else f"{p:.0f}" for _, p in pcts),
-                         "pct_of": " / ".join(BACKENDS[b] for b, _ in pcts)})
+                         "pct_of": " / ".join(BACKENDS.values())})
         out.append({"key": ladder.key, "title": ladder.title, "size": n, "rows": rows,
                     "headline": headline(ladder, line, base, sgemm),
-                    "baseline": (f"{ladder.baseline_name} {spread.fmt_measure(base, max_clock)} TFLOP/s"
+                    "baseline": (f"{ladder.baseline_name} {spread.fmt_measure(base, max_clock, 'TFLOP/s')}"
                                  if base is not None else ladder.baseline_name),
                     "baseline_name": ladder.baseline_name,
-                    "chart": chart_html(df, ladder, n, max_clock)})
+                    "chart": chart_html(df, ladder, n, max_clock) if charts else None})
     return out
 
 
 # --- the charts ----------------------------------------------------------------------------------------------
 
-def _label(stage: str, apart: bool, precision: str) -> str:
-    return f"{stage} {STAGE[stage].slug}" + (f" ({precision})" if apart else "")
+def _label(stage: str, apart: bool, precision: str, slug: bool = True) -> str:
+    return stage + (f" {STAGE[stage].slug}" if slug else "") + (f" ({precision})" if apart else "")
 
 
 def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure | None:
@@ -177,14 +177,18 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
     if not line:
         return None
     fig = go.Figure()
-    labels = [_label(s["stage"], s["apart"], s["precision"]) for s in line]
+    labels = [_label(s["stage"], s["apart"], s["precision"], slug=False) for s in line]
+    lows, highs = [], []
     for b, name in BACKENDS.items():
         for apart in (False, True):
             pts = [(lab, s["rows"][b]) for lab, s in zip(labels, line) if b in s["rows"] and s["apart"] == apart]
             if not pts:
                 continue
             y = np.array([float(r["tflops"]) for _, r in pts])
-            ranges = [spread.throughput_range(r) or (v, v) for (_, r), v in zip(pts, y)]
+            ranges = [(min(lo, v), max(hi, v)) for (lo, hi), v in
+                      zip([spread.throughput_range(r) or (v, v) for (_, r), v in zip(pts, y)], y)]
+            lows += [lo for lo, _ in ranges]
+            highs += [hi for _, hi in ranges]
             fig.add_trace(go.Scatter(
                 x=[lab for lab, _ in pts], y=y, mode="markers" if apart else "lines+markers",
                 name=name + (" (other precision)" if apart else ""), legendgroup=b, showlegend=not apart,
@@ -193,18 +197,21 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
                 line=dict(color=interactive.backend_colour(b), width=1.6),
                 error_y=dict(type="data", symmetric=False, array=[hi - v for (_, hi), v in zip(ranges, y)],
                              arrayminus=[v - lo for (lo, _), v in zip(ranges, y)], thickness=1, width=3),
-                text=[f"{r['impl']}<br>{r['precision']}<br>{spread.fmt_measure(r, max_clock)} TFLOP/s" for _, r in pts],
+                text=[f"{r['impl']} ({r['precision']})<br>{spread.fmt_measure(r, max_clock, 'TFLOP/s')}" for _, r in pts],
                 hovertemplate="%{text}<extra></extra>"))
     base = baseline_row(df, ladder, n)
     if base is not None:
+        highs.append(float(base["tflops"]))
         fig.add_hline(y=float(base["tflops"]), line=dict(color=interactive.backend_colour("cublas"), dash="dash",
                                                          width=1.2),
                       annotation_text=f"{ladder.baseline_name} {fmt_num(float(base['tflops']))}",
                       annotation_position="bottom right", annotation_font_size=11)
-    fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-35)
-    fig.update_yaxes(type="log", title_text=f"TFLOP/s at {n}³")
-    fig.update_layout(template="plotly_white", autosize=True, height=330, margin=dict(l=60, r=10, t=10, b=90),
-                      legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"), font=dict(size=11))
+    fig.update_xaxes(categoryorder="array", categoryarray=labels, title_text="stage")
+    fig.update_yaxes(type="log", title_text=f"TFLOP/s at {n}³ (log)",
+                     range=[np.log10(min(lows) / 1.4), np.log10(max(highs) * 1.4)])
+    fig.update_layout(template="plotly_white", autosize=True, height=max(230, 80 + 25 * len(line)),
+                      margin=dict(l=60, r=10, t=10, b=50), font=dict(size=11),
+                      legend=dict(x=0.99, xanchor="right", y=0.02, yanchor="bottom", bgcolor="rgba(255,255,255,0.7)"))
     return fig
 
 
