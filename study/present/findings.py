@@ -126,7 +126,7 @@ def versus_cuda(at: pd.DataFrame, n: int, clock) -> Finding | None:
     if not parts:
         return None
     return Finding("Triton and Gluon against CUDA", (
-        f"Stage by stage at {n}³ (fp32, then {TC_DTYPE} from stage 10), " + "; ".join(parts)
+        f"Stage by stage at {n}³ (fp32 SIMT, {TC_DTYPE} tensor-core), " + "; ".join(parts)
         + ". Ties are differences inside the p20–p80 spreads."), "")
 
 

@@ -1,10 +1,10 @@
-"""The study's two ladders at the reference size: fp32 (the SIMT stages, then TCEC apart: fp32 on tensor cores)
+"""The study's two ladders at the reference size: fp32 (the SIMT stages, then fp32 on tensor cores apart)
 and fp16 tensor cores.  Per ladder, a headline sentence, a table (stage | what it adds | CUDA | Triton | Gluon | %
 of cuBLAS, each value with its spread) and a log-scale chart whose steps are in stage order, for the landing page
 (interactive) and the README (a static PNG).
 
 A stage's step is its registered main form, `<backend>:<stage key>` (no variant), so stage 15's intermediate
-forms never follow its final one.  Rows of another precision than the ladder's (TCEC) are kept apart: their own
+forms never follow its final one.  Rows of another precision than the ladder's (split fp32) are kept apart: their own
 table rows and their own markers, off the line.  Every number comes from results.csv (study.present.spread).
 """
 from __future__ import annotations
@@ -32,18 +32,18 @@ class Ladder:
     title: str
     dtype: str
     precision: str
-    stages: tuple[str, ...]          # stage numbers on the ladder's line, in order
     apart: tuple[str, ...]           # stages shown apart, at their own precision (fp32 on tensor cores)
     baseline: str                    # the cuBLAS routine of the % column, in the ladder's dtype
     baseline_name: str
 
 
+# A ladder's line holds every stage whose main form measured its dtype at its precision; the split stages (fp32 on
+# tensor cores, Stage.fp32_products > 1) are kept apart on the fp32 ladder.
 _SPLIT = tuple(s.number for s in STAGES if s.fp32_products > 1)
 LADDERS = (
-    Ladder("fp32", "fp32", "fp32 ladder", "fp32", "fp32", tuple(s.number for s in STAGES if s.number < "10"), _SPLIT,
-           "cublas", "cuBLAS SGEMM"),
-    Ladder("tensor", "fp16 tensor cores", "Tensor-core ladder (fp16, fp32 accumulation)", "fp16", "fp16/fp32acc",
-           tuple(s.number for s in STAGES if s.number >= "10" and s.number not in _SPLIT), (), "cublas", "cuBLAS fp16"),
+    Ladder("fp32", "fp32", "fp32 ladder", "fp32", "fp32", _SPLIT, "cublas", "cuBLAS SGEMM"),
+    Ladder("tensor", "fp16 tensor cores", "Tensor-core ladder (fp16, fp32 accumulation)", "fp16", "fp16/fp32acc", (),
+           "cublas", "cuBLAS fp16"),
 )
 STAGE = {s.number: s for s in STAGES}
 
@@ -81,9 +81,11 @@ def steps(df: pd.DataFrame, ladder: Ladder, n: int) -> list[dict]:
     """One step per stage of the ladder (its line, then the stages apart): the main form's row per backend."""
     at = _at(df, n)
     out = []
-    for stage in ladder.stages + ladder.apart:
-        rows = {b: main_row(at, stage, b, "fp32" if stage in ladder.apart else ladder.dtype) for b in BACKENDS}
-        rows = {b: r for b, r in rows.items() if r is not None}
+    on_line = [s.number for s in STAGES if s.number not in _SPLIT]
+    for stage in on_line + list(ladder.apart):
+        apart = stage in ladder.apart
+        rows = {b: main_row(at, stage, b, "fp32" if apart else ladder.dtype) for b in BACKENDS}
+        rows = {b: r for b, r in rows.items() if r is not None and (apart or r["precision"] == ladder.precision)}
         if rows:
             out.append({"stage": stage, "apart": stage in ladder.apart, "rows": rows,
                         "precision": next(iter(rows.values()))["precision"]})
@@ -226,8 +228,7 @@ def png(df: pd.DataFrame, path: Path) -> Path | None:
     if n is None:
         return None
     fig = Figure(figsize=(11, 3.8))
-    axes = fig.subplots(1, len(LADDERS), gridspec_kw={"width_ratios": [len(x.stages) + len(x.apart) + 1
-                                                                      for x in LADDERS]})
+    axes = fig.subplots(1, len(LADDERS), gridspec_kw={"width_ratios": [len(steps(df, x, n)) + 1 for x in LADDERS]})
     for ax, ladder in zip(np.atleast_1d(axes), LADDERS):
         line = steps(df, ladder, n)
         labels = [_label(s["stage"], s["apart"], s["precision"]).replace(" (", "\n(") for s in line]

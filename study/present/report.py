@@ -25,7 +25,6 @@ from study.present.pages import STAGE_PAGES
 from study.present.sections import SECTIONS, Context
 from study.core.stages import STAGES
 from study.present.stage_pages import page_name, render_stage_pages
-from study.present.tcec import accuracy_grid
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -154,7 +153,8 @@ def render_landing(root: Path) -> Path:
             env = load_json(d / "environment.json") or {}
             ladder.png(df, root / LADDER_PNG)
             primary = {**summary, "findings": findings(df, d, ptx_facts(d)), "ladders": ladder.table(
-                df, env.get("sm_clock_max_mhz")), "protocol": protocol(df, env), "accuracy": accuracy_grid(d)}
+                df, env.get("sm_clock_max_mhz")), "protocol": protocol(df, env), "accuracy": next(
+                (g for p in STAGE_PAGES if (g := getattr(p, "accuracy_grid", lambda _: None)(d))), None)}
     stage_nav = [{"number": s.number, "title": s.title, "href": f"{gpus[0]['dir']}/{page_name(s)}"}
                  for s in STAGES] if gpus else []
     html = _env().get_template("landing.html.j2").render(
