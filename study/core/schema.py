@@ -4,6 +4,11 @@ Shared by the sweep (which writes rows) and the report (which reads them), so th
 """
 from __future__ import annotations
 
+# Below this fraction of the GPU's maximum SM clock a row counts as power-limited (a sustained 8192^3 fp16 GEMM
+# on an H100 at 700 W averages about 1600 of 1980 MHz).  Here, not in study/measure/timing.py (which imports
+# torch), so that the report reads it without torch.
+POWER_LIMITED_FRACTION = 0.95
+
 RESULT_COLUMNS: tuple[str, ...] = (
     "timestamp",      # UTC ISO-8601, when the row was measured
     "impl",           # registry name, e.g. "cuda:03_smem_tiling", "cublas", "triton:tuned"

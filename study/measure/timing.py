@@ -16,9 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-# Below this fraction of the GPU's maximum SM clock a row counts as power-limited (a sustained 8192^3 fp16 GEMM
-# on an H100 at 700 W averages about 1600 of 1980 MHz).
-POWER_LIMITED_FRACTION = 0.95
+from study.core.schema import POWER_LIMITED_FRACTION  # noqa: E402,F401 - defined there, torch-free for the report
 # The idle gap before each call of the second protocol: at least this, and at least the call's own time, so
 # the card is busy at most half the time.
 IDLE_GAP_MS = 1.0

@@ -17,7 +17,7 @@ import jinja2
 import pandas as pd
 
 from study.measure.frame import call_key, load_json, load_results
-from study.measure.timing import POWER_LIMITED_FRACTION
+from study.core.schema import POWER_LIMITED_FRACTION
 from study.present import interactive, ladder
 from study.present.findings import findings, ptx_facts
 from study.present.formatting import fmt_num

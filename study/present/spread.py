@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from study.measure.timing import POWER_LIMITED_FRACTION
+from study.core.schema import POWER_LIMITED_FRACTION
 from study.present.formatting import fmt_num
 
 
