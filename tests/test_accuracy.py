@@ -581,15 +581,14 @@ def test_claims_per_distribution_from_a_synthetic_study(tmp_path):
 def test_findings_say_per_distribution_where_cuda_tcec_beats_ties_or_loses(tmp_path):
     df = synthetic_study(tmp_path)
     found = dict((topic, text) for topic, text, _ in tcec.findings(df, tmp_path, 4096))
-    text = found["TCEC's accuracy against SGEMM, per input distribution"]
-    assert text.startswith("cuda:14_tcec's error over cuBLAS SGEMM's on the same inputs")
-    assert "On randn inputs (K = 256, 4096), it beats by relative Frobenius error (0.5x), median elementwise error " \
-           "(0.5x) and componentwise error (0.5x)." in text
-    assert f"On {DISTRIBUTION['tiny'].label} inputs (K = 256, 4096), it returned NaN/inf at every K" in text
-    assert f"On {DISTRIBUTION['cancel'].label} inputs (K = 256, 1024), it ties by relative Frobenius error (1x); " \
-           "loses by median elementwise error (2x); beats at K = 256 (0.5x) and loses at K = 1024 (2x) by " \
-           "componentwise error." in text
-    assert text.index("randn") < text.index(DISTRIBUTION["tiny"].label) < text.index(DISTRIBUTION["cancel"].label)
+    grid = tcec.accuracy_grid(tmp_path)
+    assert grid["method"] == "cuda:14_tcec"
+    rows = {r["label"]: r for r in grid["rows"]}
+    assert [c["text"] for c in rows["randn"]["cells"]] == ["beats (0.5x)"] * 3
+    assert [c["verdict"] for c in rows[DISTRIBUTION["cancel"].label]["cells"]] == ["ties", "loses", "loses"]
+    text = found["TCEC's accuracy against SGEMM"]
+    assert text.startswith(f"Over {len(rows)} input distributions and 3 error metrics, cuda:14_tcec's error")
+    assert len(text.split()) <= 50
 
 
 def test_pareto_panel_per_distribution_from_a_synthetic_study(tmp_path):

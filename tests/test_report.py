@@ -401,8 +401,9 @@ def test_landing_lists_every_gpu_and_compares_them(landing):
 
 
 @pytest.mark.browser
-def test_landing_first_screen_shows_generated_findings(landing, tmp_path):
-    """At 1400 px the first screen holds the findings, and they are the ones the data generates."""
+def test_landing_shows_generated_findings(landing, tmp_path):
+    """The landing page's findings are the ones the data generates, right after the ladders (whose first screen
+    tests/test_readme.py reads)."""
     from study.present.findings import findings, ptx_facts
     df, _ = load_results(landing / "h100" / "results.csv")
     expected = findings(df, landing / "h100", ptx_facts(landing / "h100"))
@@ -414,7 +415,6 @@ def test_landing_first_screen_shows_generated_findings(landing, tmp_path):
             "return Array.from(document.querySelectorAll('#findings li')).map(li => "
             "[li.textContent, li.getBoundingClientRect().top])")
         assert [t for t, _ in items] == [f"{f.topic}. {f.text}" for f in expected]
-        assert items[0][1] < 1000, "the first finding is below the first screen"
         driver.save_screenshot(str(tmp_path / "landing.png"))
     finally:
         driver.quit()

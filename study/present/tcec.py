@@ -27,6 +27,7 @@ from study.present import interactive, tcec_figures
 from study.present.figures import BACKEND_NAMES
 from study.present.formatting import finite, fmt_num
 from study.present.tcec_figures import pareto_front
+from study.present.ladder import compact
 
 NUMBER = stages.stage("tcec").number
 ID, NAV, TEMPLATE = "tcec", "Stage 14: TCEC", "tcec.html.j2"
@@ -460,20 +461,35 @@ def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str,
     if len(sgemm) and len(mine):
         s, best = sgemm.iloc[-1], mine.loc[mine["tflops"].idxmax()]
         out.append(("TCEC: fp32 on fp16 tensor cores", (
-            f"At {n}³ on randn inputs, {best['impl']} ({best['precision']}) computes fp32-input GEMMs at "
-            f"{fmt_num(best['tflops'])} TFLOP/s, {best['tflops'] / s['tflops']:.2f}x cuBLAS SGEMM "
-            f"({fmt_num(s['tflops'])}), at relerr {fmt_num(best['relerr'])} against SGEMM's {fmt_num(s['relerr'])}."),
-            "fp32"))
-        acc, _ = load_table(report_dir / "accuracy.csv", ACCURACY_COLUMNS, ACC_NUMERIC)
-        if acc is not None and len(acc):
-            method = _cuda_method(acc) or best["impl"]
-            said = [f"On {t['label']} inputs ({_ks_text(c['ks'])}), it {c['clauses']}."
-                    for t in accuracy_tables(acc) for c in t["sentences"] if c["method"] == method]
-            if said:
-                out.append(("TCEC's accuracy against SGEMM, per input distribution", (
-                    f"{method}'s error over cuBLAS SGEMM's on the same inputs, per metric (beats: below {BEATS}x, "
-                    f"ties: {BEATS}\u2013{TIES}x, loses: above {TIES}x). " + " ".join(said)), ""))
+            f"At {n}³ on randn inputs, {best['impl']} computes fp32 GEMMs at {compact(best)} TFLOP/s, "
+            f"{best['tflops'] / s['tflops']:.2f}x cuBLAS SGEMM ({compact(s)}), at relerr {fmt_num(best['relerr'])} "
+            f"against SGEMM's {fmt_num(s['relerr'])}."), "fp32"))
+        grid = accuracy_grid(report_dir)
+        if grid:
+            counts = {v: sum(c["verdict"] == v for r in grid["rows"] for c in r["cells"]) for v in VERDICTS}
+            out.append(("TCEC's accuracy against SGEMM", (
+                f"Over {len(grid['rows'])} input distributions and {len(METRICS)} error metrics, {grid['method']}'s "
+                f"error beats SGEMM's (below {BEATS}x) in {counts['beats']} of {sum(counts.values())} cells, ties in "
+                f"{counts['ties']} and loses in {counts['loses']} (table below)."), ""))
     return out
+
+
+def accuracy_grid(report_dir: Path) -> dict | None:
+    """The stage's CUDA method against SGEMM as a grid: a row per input distribution, a cell per metric holding
+    its verdict over the Ks measured (claim_text) and the worst verdict ("loses" over "ties" over "beats")."""
+    acc, _ = load_table(Path(report_dir) / "accuracy.csv", ACCURACY_COLUMNS, ACC_NUMERIC)
+    if acc is None or acc.empty or (method := _cuda_method(acc)) is None:
+        return None
+    rows = []
+    for t in accuracy_tables(acc):
+        claim = next((c for c in t["claims"] if c["method"] == method), None)
+        if claim is None:
+            continue
+        cells = [{"text": claim_text(claim["verdicts"][m]) if claim["verdicts"][m] else "",
+                  "verdict": max((verdict(v) for v in claim["verdicts"][m].values()), key=VERDICTS.index,
+                                 default="")} for m, _ in METRICS]
+        rows.append({"label": t["label"], "ks": _ks_text(t["ks"]), "cells": cells})
+    return {"method": method, "metrics": [METRIC_WORDS[m] for m, _ in METRICS], "rows": rows} if rows else None
 
 
 def _cuda_method(acc: pd.DataFrame) -> str | None:
