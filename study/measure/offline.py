@@ -166,16 +166,21 @@ def probe(impl, rec: _Recorder) -> dict[str, list[str]]:
     return out
 
 
-def _compile(unit: dict) -> dict:
+def compile_unit(unit: dict):
+    """triton.compile of a recorded unit for sm_90a, in the environment its launcher compiled it in."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
     fn, signature, constexprs, attrs, options = unit["_src"]
     source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
+    with environment(unit.get("env") or {}):
+        return triton.compile(source, target=GPUTarget(*TARGET), options=options.__dict__)
+
+
+def _compile(unit: dict) -> dict:
     try:
-        with environment(unit.get("env") or {}):
-            k = triton.compile(source, target=GPUTarget(*TARGET), options=options.__dict__)
+        k = compile_unit(unit)
     except Exception as e:  # noqa: BLE001 - a unit that does not compile is itself the finding
         return {"error": f"{type(e).__name__}: {str(e)[-400:]}"}
     return {"ptx": code_hash(k.asm["ptx"]), **facts(k.asm["ptx"], k.asm.get("ttir", "")),

@@ -128,13 +128,7 @@ _UNITS: dict = {}
 
 
 def _compile_summary(uid: str) -> tuple[str, dict]:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.experimental.gluon._runtime import GluonASTSource
-    fn, signature, constexprs, attrs, options = _UNITS[uid]["_src"]
-    src = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
-    k = triton.compile(src, target=GPUTarget(*offline.TARGET), options=options.__dict__)
+    k = offline.compile_unit(_UNITS[uid])
     return uid, summarise(k.asm["ptx"], k.metadata.num_warps, k.metadata.shared)
 
 
