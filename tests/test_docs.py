@@ -53,7 +53,6 @@ def test_no_work_log_headings_or_references(tree, pattern):
     assert _hits(_files(tree), pattern) == []
 
 
-@pytest.mark.xfail(strict=False, reason="README rewritten separately")
 @pytest.mark.parametrize("pattern", WORK_LOG, ids=lambda p: p.pattern[:24])
 def test_readme_has_no_work_log_references(pattern):
     assert _hits([ROOT / "README.md"], pattern) == []
