@@ -125,3 +125,57 @@ def test_mutation_d_a_dirty_sanitizer_record_marked_clean_fails(tmp_path):
     path = tmp_path / "gpu-evidence.json"
     path.write_text(json.dumps(doc))
     assert audit.evidence_problems(path)
+
+
+# --- the committed HTML is what the committed data renders (mutation g) ---------------------------------------
+
+def _html_differences(committed, rendered) -> list[str]:
+    """Each .html file that differs between two report trees, or is in one only."""
+    mine = {p.relative_to(committed) for p in committed.rglob("*.html")}
+    theirs = {p.relative_to(rendered) for p in rendered.rglob("*.html")}
+    out = [f"{p}: in {'the committed tree' if p in mine else 'the render'} only" for p in sorted(mine ^ theirs)]
+    return out + [f"{p}: differs" for p in sorted(mine & theirs)
+                  if (committed / p).read_bytes() != (rendered / p).read_bytes()]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """reports/ rendered afresh from its data into a copy (stale rows marked, as the committed pages are)."""
+    from study.present.report import render, render_landing, stale_keys
+    root = tmp_path_factory.mktemp("render") / "reports"
+    shutil.copytree(audit.REPORTS, root, ignore=shutil.ignore_patterns("*.html", "*.png"))
+    stale = {d.name: stale_keys(d) for d in GPUS}
+    for d in GPUS:
+        render(root / d.name, stale[d.name])
+    render_landing(root, stale)
+    return root
+
+
+def test_committed_html_is_what_the_data_renders(rendered):
+    diff = _html_differences(audit.REPORTS, rendered)
+    assert not diff, "python -m study.report --stale and commit reports/:\n" + "\n".join(diff[:20])
+
+
+def test_rendering_is_deterministic(rendered, tmp_path):
+    """A second render of the same data, in a tree of the same layout, writes the same bytes."""
+    from study.present.report import render, stale_keys
+    again = tmp_path / "reports"
+    shutil.copytree(rendered, again)
+    render(again / GPUS[0].name, stale_keys(GPUS[0]))
+    diff = _html_differences(rendered, again)
+    assert not diff, diff
+
+
+@pytest.mark.parametrize("d", GPUS, ids=IDS)
+def test_mutation_g_an_edited_committed_page_fails(d, rendered, tmp_path):
+    import re
+    copy = tmp_path / "reports"
+    shutil.copytree(rendered, copy)
+    pages = [copy / d.name / "index.html", copy / d.name / "stage-15.html"]
+    texts = [p.read_text(encoding="utf-8") for p in pages]
+    figure = "743.5" if d.name == "h100" else next(f for f in re.findall(r"\d+\.\d", texts[1]) if f in texts[0])
+    assert all(figure in t for t in texts), f"{figure} is not on both pages of {d.name}"
+    for p, t in zip(pages, texts):
+        p.write_text(t.replace(figure, str(round(float(figure) + 200, 1)), 1), encoding="utf-8")
+    diff = _html_differences(copy, rendered)
+    assert {f"{d.name}/index.html: differs", f"{d.name}/stage-15.html: differs"} <= set(diff), diff
