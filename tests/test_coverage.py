@@ -3,7 +3,8 @@
 A CUDA implementation is a set of entries (a dispatch's tile shapes, `_unaligned` twins, per-dtype and
 per-layout kernels, a pre-split kernel, a TMA form's fallback).  Which one a call launches depends on the
 dtype, the operands' layouts and alignment, and the output's size against the SM count.  Each launch class
-says which entries a call runs (`plan`); here every call the GPU suite makes (as pytest collects it) and every call the sanitizer makes (study.measure.sanitize.calls) is planned on CPU tensors of the same layout, and the
+says which entries a call runs (`plan`); here every call the GPU suite makes (as pytest collects it) and every
+call the sanitizer makes (study.measure.sanitize.calls) is planned on CPU tensors of the same layout, and the
 union must be every entry the implementation has.
 """
 from __future__ import annotations
