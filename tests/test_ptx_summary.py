@@ -3,9 +3,12 @@ listing holds, and the committed reports/ptx.json covers every Triton and Gluon 
 compiled code (the "compiled" part of its evidence key)."""
 from __future__ import annotations
 
+import copy
 import json
 
-from study.measure import ptx_summary
+import pytest
+
+from study.measure import audit, ptx_summary
 
 LISTING = """
 	@%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];
@@ -51,3 +54,26 @@ def test_committed_ptx_json_is_current():
     keys, units = ptx_summary.current_keys(names)
     stale = [n for n in names if committed[n]["key"] != keys[n] or committed[n]["units"] != len(units[n])]
     assert not stale, f"reports/ptx.json is stale for {stale}: run python -m study.ptx and commit it"
+
+
+@pytest.fixture(scope="module")
+def derived():
+    """Every Triton and Gluon implementation's entry, compiled now (Triton's cache makes a second run quick)."""
+    return ptx_summary.build(ptx_summary.impl_names())
+
+
+def test_committed_summaries_and_sentences_are_what_the_units_give(derived):
+    """The summary and the sentence that the stage pages and findings publish, re-derived from the compiled
+    units: ptx.json cannot say what the code does not emit."""
+    problems = audit.ptx_problems(json.loads(ptx_summary.PTX_JSON.read_text()), derived)
+    assert not problems, "reports/ptx.json: python -m study.ptx and commit it:\n" + "\n".join(problems[:10])
+
+
+def test_a_summary_copied_onto_another_implementation_fails(derived):
+    """Mutation c: triton:01's summary ("no MMA: fp32 FMA ...") copied onto triton:11_wmma_async."""
+    committed = copy.deepcopy(json.loads(ptx_summary.PTX_JSON.read_text()))
+    for field in ("summary", "sentence"):
+        committed["triton:11_wmma_async"][field] = committed["triton:01_naive"][field]
+    problems = audit.ptx_problems(committed, derived)
+    assert any(p.startswith("triton:11_wmma_async: ptx.json's summary") for p in problems), problems
+    assert any(p.startswith("triton:11_wmma_async: ptx.json's sentence") for p in problems), problems

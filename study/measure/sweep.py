@@ -314,10 +314,11 @@ def drop_stale(path: Path) -> int:
 def check(report_dir: Path, current: bool = True) -> list[str]:
     """What keeps `report_dir` from being one current, complete sweep: rows of the default sweep that are missing
     or failed, stale rows (measured on code that has changed since, study/measure/evidence.py), rows of more
-    than one commit or GPU, and calls of the default ncu profile (profile.csv) that are missing.  Empty: current.
+    than one commit or GPU, calls of the default ncu profile (profile.csv) that are missing, and whatever the data
+    fails of study/measure/audit.py (its arithmetic, the ceilings, impossible counters).  Empty: current.
     current=False asks only for a complete sweep: stale rows and rows of several commits pass (a report that
     awaits a re-sweep, its stale rows marked by study.report --stale)."""
-    from study.measure import evidence, ncu
+    from study.measure import audit, evidence, ncu
     from study.measure.frame import call_key
     report_dir = Path(report_dir)
     path = report_dir / "results.csv"
@@ -348,4 +349,4 @@ def check(report_dir: Path, current: bool = True) -> list[str]:
         problems.append(f"{profile}: no ncu profile (python -m study.profile --out {report_dir})")
     else:
         problems += [f"not profiled: {' '.join(map(str, c))}" for c in ncu.unprofiled(profile)[0]]
-    return problems
+    return problems + [f"audit: {p}" for p in audit.audit(report_dir)]
