@@ -53,7 +53,10 @@ def main() -> int:
         then = code_keys(old)
         forged = [r for r in rows if r["impl_key"] != then.get(r["impl"])]
         assert not forged, f"{len(forged)} rows do not carry {args.commit}'s own keys, e.g. {forged[0]['impl']}"
-        for m in KEY_MODULES:
+        # The current key function, and any module of study/ it may import that the old tree does not have yet.
+        added = [p.relative_to(ROOT) for p in (ROOT / "study").rglob("*.py") if not (old / p.relative_to(ROOT)).exists()]
+        for m in (*KEY_MODULES, *added):
+            (old / m).parent.mkdir(parents=True, exist_ok=True)
             (old / m).write_text((ROOT / m).read_text())
         then_now = code_keys(old)
     same = {n for n in now if then_now.get(n) == now[n]}

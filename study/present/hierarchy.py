@@ -22,6 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from study.measure.audit import CALL, call_totals, implausible_calls
 from study.measure.frame import positive, prepare, series_key
 from study.present import figures as roofline
 from study.core.stages import STAGES
@@ -49,15 +50,12 @@ def load(path: Path) -> pd.DataFrame | None:
 
 
 def per_call(df: pd.DataFrame) -> pd.DataFrame:
-    num = df.copy()
-    for c in SUMMED:
-        num[c] = pd.to_numeric(num[c], errors="coerce")
-    agg = num.groupby(KEY, sort=False, dropna=False).agg(
-        **{c: (c, lambda s: s.sum(min_count=1)) for c in SUMMED},
-        kernels=("kernel", lambda s: " + ".join(dict.fromkeys(s))),
-        n_kernels=("kernel", "size"),
-        occupancy_pct=("occupancy_pct", "max"), registers=("registers", "max")).reset_index()
-    flops = 2.0 * agg["M"] * agg["N"] * agg["K"]
+    """One row per profiled call: its kernels summed (audit.call_totals: times, bytes and counts summed,
+    percentages weighted by kernel time), with their names, and its intensity at each memory level."""
+    agg = call_totals(df).rename(columns={"kernels": "n_kernels"})
+    names = df.groupby(CALL, sort=False)["kernel"].agg(lambda s: " + ".join(dict.fromkeys(s)))
+    agg = agg.merge(names.rename("kernels").reset_index(), on=CALL, how="left")
+    flops = 2.0 * agg["M"].astype(float) * agg["N"].astype(float) * agg["K"].astype(float)
     agg["tflops"] = flops / (agg["time_ms"] * 1e9)
     agg["dram"] = flops / (agg["dram_read_bytes"] + agg["dram_write_bytes"])
     agg["l2"] = flops / agg["l2_bytes"]
@@ -67,11 +65,7 @@ def per_call(df: pd.DataFrame) -> pd.DataFrame:
 
 def _implausible(report_dir: Path) -> dict:
     """{call key: why} for the calls whose profile is physically impossible or far off the sweep
-    (study.measure.audit); {} where that audit is not available."""
-    try:
-        from study.measure.audit import implausible_calls
-    except ImportError:
-        return {}
+    (study.measure.audit), kept out of every figure."""
     return implausible_calls(Path(report_dir))
 
 

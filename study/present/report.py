@@ -17,8 +17,7 @@ import jinja2
 import pandas as pd
 
 from study.measure.frame import call_key, load_json, load_results
-from study.core.clock import POWER_LIMITED_FRACTION
-from study.present import hierarchy, interactive, ladder
+from study.present import hierarchy, interactive, ladder, spread
 from study.present.findings import findings, ptx_facts
 from study.present.formatting import fmt_num
 from study.present.pages import STAGE_PAGES
@@ -102,7 +101,8 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
         failed=[{"impl": r["impl"], "dtype": r["dtype"], "shape": f"{r['M']:.0f}x{r['N']:.0f}x{r['K']:.0f}",
                  "relerr": fmt_num(r["relerr"]), "tol": fmt_num(r["tol"]), "error": r["error"]}
                 for _, r in failed.iterrows()],
-        pages=pages, stage_nav=ctx.stage_nav, protocol=protocol(env),
+        pages=pages, stage_nav=ctx.stage_nav,
+        protocol=spread.protocol(df["reps"] if len(df) else [], (env or {}).get("sm_clock_max_mhz")),
         links=[n for n in ("results.csv", "environment.json", "ceilings.json",
                            *(f for page in STAGE_PAGES for f in page.FILES), "profile.csv")
                if (report_dir / n).exists()])
@@ -113,16 +113,6 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
         html = jenv.get_template("index.html.j2").render(title=title, page=page, **common)
         (report_dir / page["file"]).write_text(html, encoding="utf-8")
     return report_dir / "index.html"
-
-
-def protocol(env: dict | None) -> str:
-    """How every figure on a GPU's pages was measured, in one sentence for the pages' footnote."""
-    top = (env or {}).get("sm_clock_max_mhz")
-    limit = f" (below {POWER_LIMITED_FRACTION:.0%} of the GPU's {top:.0f} MHz)" if top else ""
-    return ("Each figure is the median of up to 200 back-to-back timed calls, L2 flushed before each; ±x% is half "
-            "their p20-p80 spread, @MHz the SM clock NVML averaged over them. A row whose clock was held down by "
-            f"the power limit{limit} is marked power-limited, with its figure when timed with the GPU idle 1 ms "
-            "before each call, where measured.")
 
 
 # --- the landing page -------------------------------------------------------------------------------
@@ -151,17 +141,6 @@ def _profile_coverage(path: Path) -> str:
     return f"{wanted - len(missing)} of {wanted} calls" if missing else "all"
 
 
-def protocol(df: pd.DataFrame, env: dict) -> str:
-    """How every number was measured, in one paragraph, with its figures from the data."""
-    top, reps = env.get("sm_clock_max_mhz"), int(df["reps"].max()) if len(df) and df["reps"].notna().any() else 0
-    return (f"Each value is the median of up to {reps} back-to-back calls, with the L2 flushed before each, "
-            "± half its p20–p80 spread; hover a value for its mean SM clock (NVML)"
-            + (f" against the GPU's {top:.0f} MHz maximum; a row whose clock stayed below "
-               f"{POWER_LIMITED_FRACTION:.0%} of it ran power-limited, is marked so, and is also timed with an idle "
-               "gap of 1 ms or more before each call" if top else "")
-            + ". Two values whose p20–p80 ranges overlap are called a tie.")
-
-
 def render_landing(root: Path) -> Path:
     """reports/index.html: the primary GPU's ladders (headline, table, chart) and findings first, then every GPU's
     report and the GPUs side by side; reports/ladder.png, the README's figure.  Stale rows are --check's and the
@@ -179,9 +158,11 @@ def render_landing(root: Path) -> Path:
             primary_keys = set(map(call_key, df.to_dict("records")))
             env = load_json(d / "environment.json") or {}
             ladder.png(df, root / LADDER_PNG)
-            primary = {**summary, "findings": findings(df, d, ptx_facts(d)), "ladders": ladder.table(
-                df, env.get("sm_clock_max_mhz")), "protocol": protocol(df, env), "accuracy": next(
-                (g for p in STAGE_PAGES if (g := getattr(p, "accuracy_grid", lambda _: None)(d))), None)}
+            top = env.get("sm_clock_max_mhz")
+            primary = {**summary, "findings": findings(df, d, ptx_facts(d)), "ladders": ladder.table(df, top),
+                       "protocol": spread.protocol(df["reps"], top),
+                       "accuracy": next((g for p in STAGE_PAGES if (g := getattr(p, "accuracy_grid", lambda _: None)(d))),
+                                        None)}
     stage_nav = [{"number": s.number, "title": s.title, "href": f"{gpus[0]['dir']}/{page_name(s)}"}
                  for s in STAGES] if gpus else []
     html = _env().get_template("landing.html.j2").render(

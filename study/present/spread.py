@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from study.core.clock import POWER_LIMITED_FRACTION
+from study.core.clock import IDLE_GAP_MS, POWER_LIMITED_FRACTION
 from study.present.formatting import fmt_num
 
 
@@ -82,3 +82,17 @@ def compare_word(a, b, faster: str = "faster than", slower: str = "behind", same
     if tie(a, b):
         return same
     return faster if _f(a.get("tflops")) > _f(b.get("tflops")) else slower
+
+
+def protocol(reps, max_clock_mhz=None) -> str:
+    """How every figure of a page was measured, stated from its rows' repetition counts (`reps`) and the timing's
+    own constants: the paragraph each page carries under its numbers."""
+    counts = sorted({int(v) for v in reps if _f(v)})
+    calls = f"{counts[0]}–{counts[-1]}" if len(counts) > 1 else (str(counts[0]) if counts else "up to 200")
+    top = _f(max_clock_mhz)
+    return (f"Each figure is the median of {calls} back-to-back calls, the L2 flushed before each; ± is half its "
+            "p20–p80 spread and @MHz NVML's mean SM clock over the timed calls. A row below "
+            f"{100 * POWER_LIMITED_FRACTION:.0f}% of the maximum clock{f' ({top:.0f} MHz)' if top else ''} ran "
+            "power-limited: it is marked, and where it was also timed with the GPU idle for at least "
+            f"{IDLE_GAP_MS:g} ms (and at least the call's own time) before each call, that figure stands beside it. "
+            "Two figures whose p20–p80 ranges overlap are a tie.")

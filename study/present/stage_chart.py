@@ -39,15 +39,6 @@ COUNTERS = (("tensor_pct", "tensor pipe %", 1.0, 1.0), ("dram_bytes", "DRAM MB",
 ORDER = {s.number: i for i, s in enumerate(STAGES)}
 
 
-def _implausible(report_dir: Path) -> dict:
-    """{call_key: why} of the profiled calls to leave out (study.measure.audit), or none where it is absent."""
-    try:
-        from study.measure.audit import implausible_calls
-    except ImportError:
-        return {}
-    return implausible_calls(Path(report_dir))
-
-
 def _main(impl: str, s: Stage) -> bool:
     return impl.split(":", 1)[-1] == s.key
 
@@ -101,7 +92,7 @@ def counters(report_dir: Path) -> tuple[pd.DataFrame | None, dict]:
     prof = hierarchy.load(Path(report_dir) / "profile.csv")
     if prof is None:
         return None, {}
-    left_out = _implausible(report_dir)
+    left_out = hierarchy._implausible(report_dir)
     keep = [call_key(r) not in left_out for r in prof.to_dict("records")]
     prof = prof[keep]
     if prof.empty:

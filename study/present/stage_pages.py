@@ -32,11 +32,10 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, DiffLexer, PythonLexer
 
-from study.core.clock import IDLE_GAP_MS, POWER_LIMITED_FRACTION
 from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
 from study.core.stages import STAGES, Stage
 from study.measure.frame import call_key, load_json
-from study.present import hierarchy, interactive, stage_chart
+from study.present import hierarchy, interactive, spread, stage_chart
 from study.present.formatting import fmt_num
 from study.present.spread import fmt_measure, tie
 
@@ -147,18 +146,6 @@ def result_rows(df: pd.DataFrame, s: Stage, stale: set = frozenset(), max_clock=
     return rows
 
 
-def protocol(rows: list[dict], max_clock) -> str:
-    """How the numbers on the page were measured, stated from the rows and the timing's own constants."""
-    reps = pd.to_numeric(pd.Series([r["reps"] for r in rows], dtype=object), errors="coerce").dropna()
-    calls = f"{reps.min():.0f}–{reps.max():.0f}" if len(reps) else "up to 200"
-    top = f" of {max_clock:.0f} MHz" if isinstance(max_clock, (int, float)) else ""
-    return (f"Each figure is the median of {calls} back-to-back calls, the L2 flushed before each, ± half its "
-            f"p20–p80 spread, @ NVML's mean SM clock over the timed calls.  A row below "
-            f"{100 * POWER_LIMITED_FRACTION:.0f}% of the maximum clock{top} ran power-limited: it is marked, and "
-            f"where it was also timed with an idle gap of at least {IDLE_GAP_MS:g} ms before each call, that "
-            f"figure stands beside it.  Two rows whose p20–p80 ranges overlap are a tie.")
-
-
 def counters(report_dir: Path, s: Stage) -> dict:
     """The stage's ncu calls (profile.csv) and its claims against them."""
     df = hierarchy.load(report_dir / "profile.csv")
@@ -255,7 +242,7 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
             before=before, header=header(cuda) if cuda.exists() else None, forms=forms(s, before), step=step,
             plotly_js=plotly_js, notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
-            rows=rows, protocol=protocol(rows, max_clock), counters=counters(report_dir, s),
+            rows=rows, protocol=spread.protocol([r["reps"] for r in rows], max_clock), counters=counters(report_dir, s),
             sanitizer=sanitizer(evidence, df, s), emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None,
             evidence_found=evidence is not None, tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
         (report_dir / page_name(s)).write_text(html, encoding="utf-8")
