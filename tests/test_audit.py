@@ -36,13 +36,22 @@ def test_no_profiled_kernel_has_an_impossible_counter(d):
     assert not problems, "\n".join(problems[:20])
 
 
-@pytest.mark.xfail(strict=False, reason="the committed profiles misattribute multi-kernel calls (stage 14, "
-                                        "cuBLAS's bf16x6 and bf16x9 on the H100) until they are profiled "
-                                        "again; triton:tuned fp16 4096^3 on the H200 reads 1.23x its sweep row")
+# Calls whose ncu profile is off the sweep for a measured reason, named here so that any other fails.  H100:
+# cuBLAS's composed bf16 recipes, whose kernels timed one by one under ncu sum to 0.82-0.84x the call timed end
+# to end (not host launch gaps: a CUDA graph of the call times the same as the eager call; docs/method.md).
+# H200: triton:tuned fp16, profiled before autotuning moved outside ncu (its autotuner picked another config there).
+KNOWN_OFF_SWEEP = {"h100": {("cublas:bf16x6", "fp32", 4096, 4096, 4096), ("cublas:bf16x9", "fp32", 4096, 4096, 4096)},
+                   "h200": {("triton:tuned", "fp16", 4096, 4096, 4096)}}
+
+
 @pytest.mark.parametrize("d", GPUS, ids=IDS)
 def test_every_profiled_call_is_within_its_ceiling_and_the_sweep(d):
-    problems = audit.profile_problems(d)
-    assert not problems, f"{len(problems)} implausible call(s) in {d.name}/profile.csv:\n" + "\n".join(problems)
+    flagged = audit.implausible_calls(d)
+    known = KNOWN_OFF_SWEEP.get(d.name, set())
+    assert set(flagged) == known, (f"{d.name}/profile.csv: implausible calls beyond the known ones:\n"
+                                   + "\n".join(f"{k}: {v}" for k, v in flagged.items() if k not in known)
+                                   + f"\nknown ones no longer flagged: {sorted(known - set(flagged))}")
+    assert all("sweep" in flagged[k] for k in known), "a known call is now flagged for another reason"
 
 
 def test_call_totals_sum_kernels_and_weight_percentages():

@@ -14,7 +14,7 @@ Reproduces: seed 000 kernel 8 (mma.sync custom: ldmatrix x4 for A, .trans for B,
 Changed:    from Gluon 11: warps_per_cta [8, 1] -> [2, 4], so a warp loads a quarter of B and half of A
             instead of all of B; 3 ring slots instead of 4 (as the CUDA stage).
 Why faster: per k16 slice a warp issues 6 ldmatrix.x4 (4 A, 2 B) for 16 mma.sync, where stage 11 issued 9.
-            Measured: 100.5 TFLOP/s fp16 at 4096^3 on an H100 (reports/h100/results.csv), about CUDA stage
+            Measured: 99.7 TFLOP/s fp16 at 4096^3 on an H100 (reports/h100/results.csv), about CUDA stage
             12's speed with the same unswizzled tiles.
 Ragged edges: as stage 11: 16-byte copies of full k-tiles, masked by row (A) and by 8-column chunk (B), the
             last partial k-tile element-wise with per-k masks after the ring loop; masked stores; beta == 0
