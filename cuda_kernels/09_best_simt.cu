@@ -9,7 +9,7 @@
 // Reproduces:  seed 000 kernels 3-5 (2D tiling, float4, N-stage cp.async), seed 001 (2D block tiling and
 //              vectorized access), and the shape of the CUTLASS SIMT kernel cuBLAS runs for SGEMM on Hopper
 //              (cutlass_80_simt_sgemm_256x128_8x4: 256x128 tiles of its column-major view, 128 outputs per
-//              thread, named by ncu in issue 5).
+//              thread, named by ncu; docs/09_best_simt.md).
 // Changed:     stage 07 pipelined 128x128x8 tiles with 8x8 per thread.  Here the lanes are laid out warp by
 //              warp so that each 16-byte shared load of a warp touches 8 (A) or 4 (B) distinct vectors that
 //              are broadcast to the other lanes; each lane holds 16x8 outputs, so a shared load feeds 21

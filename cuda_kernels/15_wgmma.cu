@@ -19,7 +19,7 @@
 //                               tile x measured cost per output (study/launch/launchers.py, CudaModelDispatch).
 //                               Both grids are balanced: the fewest blocks that take the same waves of tiles
 //                               (at 4096^3, 128 blocks of 4 tiles; the probe: 0.8-1.2 points faster).
-// Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Issue 20's
+// Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Its
 //              anchors: pranjalssh/fast.cu's H100/H200 ladder and ThunderKittens' educational H100 levels.
 // Changed:     stage 13 feeds mma.sync m16n8k16 from ldmatrix (4 ldmatrix and 16 mma.sync per warp and k16 step
 //              of a 64x64 tile); here one instruction per warpgroup does 64x256x16, operands never in registers.

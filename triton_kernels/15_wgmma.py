@@ -6,7 +6,7 @@ Technique:  the persistent, TMA-fed, 128B-swizzled wgmma kernel of triton_kernel
             feeds it from TMA and a compiler-pipelined ring of mbarrier-guarded slots: the Hopper instruction
             and the copy engine were already there at stage 13.  What Triton does not do there is split the
             program into a producer and consumer warpgroups, the technique the CUDA and Gluon forms add here.
-Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Issue 20's anchors: Triton's tutorial
+Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Its anchors: Triton's tutorial
             09-persistent-matmul (tl.range(flatten=..., warp_specialize=...)) and the Gluon tutorials
             07-persistence and 08-warp-specialization, whose hand-written partitions are the Gluon form's.
 Changed:    nothing in the kernel against stage 13; the stage's Triton column shows what the compiler gives

@@ -70,7 +70,7 @@ TOLERANCE: dict[str, float] = {
     "bf16x6-tcacc": 1e-4,
     "bf16x9-tcacc": 1e-4,
     # Triton's own input_precision="tf32x3": three TF32 products summed inside the tensor cores.  On rows and
-    # columns 2^+-40 apart its relerr was 2.4x SGEMM's (issue 19's range test), so it is not held to fp32's.
+    # columns 2^+-40 apart its relerr was 2.4x SGEMM's, so it is not held to fp32's.
     "tf32x3-tcacc": 1e-4,
 }
 # A method whose error drifts with K rather than walking like sqrt(K): Markidis-style accumulation inside the tensor

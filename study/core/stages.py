@@ -177,7 +177,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "15", "wgmma", "wgmma fed by TMA: warp-specialized, persistent, clustered",
-        "no seed covers Hopper (seed 000 stops at mma.sync, stage 13); issue 20's anchors: pranjalssh/fast.cu, "
+        "no seed covers Hopper (seed 000 stops at mma.sync, stage 13); its anchors: pranjalssh/fast.cu, "
         "the Gluon tutorials 07-08, ThunderKittens' H100 levels",
         "Hopper's warpgroup MMA reads both operands straight from 128-byte-swizzled shared memory that TMA "
         "fills; each form adds one technique: one warpgroup, then a producer warpgroup feeding two consumer "

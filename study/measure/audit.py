@@ -27,7 +27,7 @@ from study.core.schema import tolerance
 REPORTS = ROOT / "reports"
 # Rounding: the CSV holds Python's repr of each float, so the arithmetic agrees to about 1e-15; 1e-9 is rounding.
 REL = 1e-9
-# A profiled call's summed kernel time may differ from the sweep's median by this fraction (issue 34's bound):
+# A profiled call's summed kernel time may differ from the sweep's median by this fraction:
 # ncu replays one call with cold caches and its own clock, the sweep times hundreds with L2 flushed.
 PROFILE_TIME_REL = 0.15
 

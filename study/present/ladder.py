@@ -209,8 +209,11 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
                       annotation_text=f"{ladder.baseline_name} {fmt_num(float(base['tflops']))}",
                       annotation_position="bottom right", annotation_font_size=11)
     fig.update_xaxes(categoryorder="array", categoryarray=labels, title_text="stage")
-    fig.update_yaxes(type="log", title_text=f"TFLOP/s at {n}³ (log)",
-                     range=[np.log10(min(lows) / 1.4), np.log10(max(highs) * 1.4)])
+    lo, hi = min(lows) / 1.4, max(highs) * 1.4
+    ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+             for m in (1, 2, 5) if lo <= m * 10.0 ** e <= hi]
+    fig.update_yaxes(type="log", title_text=f"TFLOP/s at {n}³ (log)", range=[np.log10(lo), np.log10(hi)],
+                     tickvals=ticks, ticktext=[fmt_num(t) for t in ticks])
     fig.update_layout(template="plotly_white", autosize=True, height=max(230, 80 + 25 * len(line)),
                       margin=dict(l=60, r=10, t=10, b=50), font=dict(size=11),
                       legend=dict(x=0.99, xanchor="right", y=0.02, yanchor="bottom", bgcolor="rgba(255,255,255,0.7)"))

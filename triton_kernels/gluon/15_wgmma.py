@@ -11,7 +11,7 @@ Technique:  warpgroup_mma (wgmma.mma_async, sm_90a) reads A and B straight from 
             across tiles, so the loader fetches the next tile's k-tiles while the consumers run their
             epilogue.  Epilogue: alpha, beta in fp32, one rounding to the input dtype, D through shared memory
             and a TMA store, 64 columns at a time.
-Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Issue 20's anchors: pranjalssh/fast.cu's
+Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Its anchors: pranjalssh/fast.cu's
             H100 ladder (wgmma + TMA, then producer/consumer warpgroups, then a persistent grid) and the
             Gluon tutorials 07-persistence and 08-warp-specialization (triton-lang/triton,
             python/tutorials/gluon): their mbarrier ready/empty ring and partition split, applied to Hopper's
