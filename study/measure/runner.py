@@ -11,7 +11,7 @@ import torch
 
 from study.core.contract import DTYPES
 from study.core.schema import RESULT_COLUMNS
-from study.measure.timing import IDLE_GAP_MS, POWER_LIMITED_FRACTION, ClockSampler, L2Flusher, bench
+from study.measure.timing import IDLE_GAP_MS, IDLE_MIN_CALL_MS, POWER_LIMITED_FRACTION, ClockSampler, L2Flusher, bench
 from study.core.verify import make_inputs, run_and_judge
 
 
@@ -54,7 +54,7 @@ class Runner:
                 row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, reps=t.reps, sm_clock_mhz=t.sm_clock_mhz,
                            tflops=flops(M, N, K) / (t.ms * 1e9),
                            gbps=compulsory_bytes(M, N, K, dtype, out_dtype, beta) / (t.ms * 1e6))
-                if self.power_limited(t.sm_clock_mhz):
+                if self.power_limited(t.sm_clock_mhz) and t.ms >= IDLE_MIN_CALL_MS:
                     row.update(self.idle_timing(launch, t.ms))
             row.update(launch.resources() or {})
         except Exception as e:  # a failed row is a result too; the sweep goes on
@@ -78,11 +78,29 @@ class Runner:
         t = bench(launch, self.flush, self.clock, self.budget_ms, self.min_reps, idle_ms=max(IDLE_GAP_MS, ms))
         return {"ms_idle": t.ms, "ms_idle_p20": t.ms_p20, "ms_idle_p80": t.ms_p80, "sm_clock_idle_mhz": t.sm_clock_mhz}
 
-    def retime_idle(self, impl, dtype: str, M: int, N: int, K: int, alpha: float, beta: float, ms: float) -> dict:
-        """idle_timing for a row of an earlier sweep (study.sweep --idle-timings): fresh inputs, judged again."""
+    def retime_idle(self, impl, row: dict) -> dict:
+        """idle_timing for a row of an earlier sweep (study.sweep --idle-timings): fresh inputs, judged again, and
+        timed only if this process runs the row's own kernel."""
+        dtype, (M, N, K) = row["dtype"], (int(row[d]) for d in "MNK")
+        alpha, beta, ms = float(row["alpha"]), float(row["beta"]), float(row["ms"])
         x = make_inputs(M, N, K, dtype, self.device, alpha, beta, impl.out_dtypes.get(dtype, dtype))
         verdict = run_and_judge(impl, dtype, x)
         if not verdict.passed:
             raise RuntimeError(f"{impl.name} {dtype} {M}x{N}x{K} failed again: {verdict.error}")
         launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out)
+        launch()                                  # compiled (and autotuned) now, so its resources are known
+        if not same_kernel(launch.resources(), row):
+            raise RuntimeError(f"this process runs another kernel than the row's (an autotuner's other pick: "
+                               f"{launch.resources()} against registers {row.get('registers')}, shared memory "
+                               f"{row.get('smem_bytes')}); not timed")
         return self.idle_timing(launch, ms)
+
+
+def same_kernel(resources: dict | None, row: dict) -> bool:
+    """Whether a prepared launch is the kernel a results row timed, as far as its registers and shared memory tell
+    (an autotuned launcher may pick another config in another process); cuBLAS rows carry neither and pass."""
+    for col in ("registers", "smem_bytes"):
+        want, got = row.get(col), (resources or {}).get(col)
+        if want not in ("", None) and got is not None and float(want) != float(got):
+            return False
+    return True

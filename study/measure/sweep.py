@@ -20,6 +20,7 @@ from pathlib import Path
 
 from study.core import cli
 from study import registry
+from study.core.clock import IDLE_MIN_CALL_MS
 from study.core.schema import RESULT_COLUMNS
 from study.core.shapes import LLAMA3, PRESETS, QUICK_SQUARE, SQUARE
 
@@ -278,12 +279,11 @@ def add_idle_timings(path: Path, runner) -> int:
     with Path(path).open(newline="") as f:
         rows = list(csv.DictReader(f))
     todo = [r for r in rows if _key(r) not in stale and str(r["passed"]) == "True" and not r.get("ms_idle")
-            and runner.power_limited(_num(r["sm_clock_mhz"]))]
+            and runner.power_limited(_num(r["sm_clock_mhz"])) and _num(r["ms"]) >= IDLE_MIN_CALL_MS]
     print(f"study.sweep --idle-timings: {len(todo)} power-limited rows of {len(rows)}", flush=True)
     for i, r in enumerate(todo):
         try:
-            r.update(runner.retime_idle(registry.get(r["impl"]), r["dtype"], int(r["M"]), int(r["N"]), int(r["K"]),
-                                        float(r["alpha"]), float(r["beta"]), float(r["ms"])))
+            r.update(runner.retime_idle(registry.get(r["impl"]), r))
         except Exception as e:  # noqa: BLE001 - the row keeps its back-to-back figure alone
             print(f"  {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']}: {type(e).__name__}: {e}", flush=True)
         if i % 20 == 19 or i == len(todo) - 1:       # rewritten as it goes: a cut-short run keeps what it timed

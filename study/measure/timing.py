@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from study.core.clock import IDLE_GAP_MS, POWER_LIMITED_FRACTION  # noqa: F401 - the runner imports them from here
+from study.core.clock import IDLE_GAP_MS, IDLE_MIN_CALL_MS, POWER_LIMITED_FRACTION  # noqa: F401 - the runner's
 
 
 @dataclass
