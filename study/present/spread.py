@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from study.core.clock import IDLE_GAP_MS, POWER_LIMITED_FRACTION
+from study.core.clock import IDLE_GAP_MS, IDLE_MIN_CALL_MS, POWER_LIMITED_FRACTION
 from study.present.formatting import fmt_num
 
 
@@ -93,6 +93,7 @@ def protocol(reps, max_clock_mhz=None) -> str:
     return (f"Each figure is the median of {calls} back-to-back calls, the L2 flushed before each; ± is half its "
             "p20–p80 spread and @MHz NVML's mean SM clock over the timed calls. A row below "
             f"{100 * POWER_LIMITED_FRACTION:.0f}% of the maximum clock{f' ({top:.0f} MHz)' if top else ''} ran "
-            "power-limited: it is marked, and where it was also timed with the GPU idle for at least "
-            f"{IDLE_GAP_MS:g} ms (and at least the call's own time) before each call, that figure stands beside it. "
+            f"power-limited: it is marked, and where its call takes at least {IDLE_MIN_CALL_MS:g} ms it was also "
+            f"timed with the GPU idle for at least {IDLE_GAP_MS:g} ms (and the call's own time) before each call: "
+            "that figure stands beside it. "
             "Two figures whose p20–p80 ranges overlap are a tie.")
