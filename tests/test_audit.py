@@ -38,7 +38,8 @@ def test_no_profiled_kernel_has_an_impossible_counter(d):
 
 # Calls whose ncu profile is off the sweep for a measured reason, named here so that any other fails.  H100:
 # cuBLAS's composed bf16 recipes, whose kernels timed one by one under ncu sum to 0.82-0.84x the call timed end
-# to end (not host launch gaps: a CUDA graph of the call times the same as the eager call; docs/method.md).
+# to end (not host launch gaps: a CUDA graph of the call times the same; its elementwise kernels run longer in
+# sequence than alone; docs/method.md).
 KNOWN_OFF_SWEEP = {"h100": {("cublas:bf16x6", "fp32", 4096, 4096, 4096), ("cublas:bf16x9", "fp32", 4096, 4096, 4096)}}
 
 

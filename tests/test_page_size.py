@@ -1,5 +1,5 @@
-"""Every page of a GPU's report, rendered from the committed H100 and H200 data, stays under twelve screens of
-1400 x 900 px in Chromium; the tree holds one plotly.min.js, which every page loads by a relative path; every
+"""Every page of the report (the landing page, each GPU's pages and its stage pages), rendered from the committed
+H100 and H200 data, stays under twelve screens of 1400 x 900 px in Chromium; the tree holds one plotly.min.js, which every page loads by a relative path; every
 link of every page resolves."""
 from __future__ import annotations
 
@@ -91,13 +91,14 @@ def test_every_page_is_at_most_twelve_screens(reports, tmp_path):
     try:
         driver.set_window_size(1400, 900)
         driver.set_page_load_timeout(60)
-        for gpu in GPUS:
-            for page in report_pages(reports / gpu):
-                driver.get(page.as_uri())
-                drawn = driver.execute_script(
-                    "return Array.from(document.querySelectorAll('.plotly-graph-div')).every(e => !!e._fullLayout)")
-                assert drawn, f"{gpu}/{page.name}: a figure did not draw"
-                heights[f"{gpu}/{page.name}"] = driver.execute_script("return document.documentElement.scrollHeight")
+        every = [reports / "index.html"] + [p for gpu in GPUS for p in sorted((reports / gpu).glob("*.html"))]
+        for page in every:
+            driver.get(page.as_uri())
+            drawn = driver.execute_script(
+                "return Array.from(document.querySelectorAll('.plotly-graph-div')).every(e => !!e._fullLayout)")
+            name = page.relative_to(reports).as_posix()
+            assert drawn, f"{name}: a figure did not draw"
+            heights[name] = driver.execute_script("return document.documentElement.scrollHeight")
     finally:
         driver.quit()
     tall = {k: h for k, h in heights.items() if h > MAX_HEIGHT}
