@@ -155,7 +155,7 @@ def rendered(tmp_path_factory):
     stale = {d.name: stale_keys(d) for d in GPUS}
     for d in GPUS:
         render(root / d.name, stale[d.name])
-    render_landing(root, stale)
+    render_landing(root)
     return root
 
 
