@@ -36,17 +36,10 @@ def test_no_profiled_kernel_has_an_impossible_counter(d):
     assert not problems, "\n".join(problems[:20])
 
 
-# Calls whose ncu profile is off the sweep for a measured reason, named here so that any other fails.  H100:
-# cuBLAS's composed bf16 recipes, whose kernels timed one by one under ncu sum to 0.82-0.84x the call timed end
-# to end (not host launch gaps: a CUDA graph of the call times the same; its elementwise kernels run longer in
-# sequence than alone; docs/method.md).
-KNOWN_OFF_SWEEP = {"h100": {("cublas:bf16x6", "fp32", 4096, 4096, 4096), ("cublas:bf16x9", "fp32", 4096, 4096, 4096)}}
-
-
 @pytest.mark.parametrize("d", GPUS, ids=IDS)
 def test_every_profiled_call_is_within_its_ceiling_and_the_sweep(d):
     flagged = audit.implausible_calls(d)
-    known = KNOWN_OFF_SWEEP.get(d.name, set())
+    known = audit.EXPLAINED_OFF_SWEEP.get(d.name, set())
     assert set(flagged) == known, (f"{d.name}/profile.csv: implausible calls beyond the known ones:\n"
                                    + "\n".join(f"{k}: {v}" for k, v in flagged.items() if k not in known)
                                    + f"\nknown ones no longer flagged: {sorted(known - set(flagged))}")
@@ -147,31 +140,15 @@ def _html_differences(committed, rendered) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    """reports/ rendered afresh from its data into a copy (stale rows marked, as the committed pages are)."""
-    from study.present.report import render, render_landing, stale_keys
-    root = tmp_path_factory.mktemp("render") / "reports"
-    shutil.copytree(audit.REPORTS, root, ignore=shutil.ignore_patterns("*.html", "*.png"))
-    stale = {d.name: stale_keys(d) for d in GPUS}
-    for d in GPUS:
-        render(root / d.name, stale[d.name])
-    render_landing(root)
-    return root
+def rendered():
+    """reports/ rendered afresh from its data, as `python -m study.report` renders it (tests/rendered_reports.py)."""
+    from tests.rendered_reports import rendered_reports
+    return rendered_reports()
 
 
 def test_committed_html_is_what_the_data_renders(rendered):
     diff = _html_differences(audit.REPORTS, rendered)
-    assert not diff, "python -m study.report --stale and commit reports/:\n" + "\n".join(diff[:20])
-
-
-def test_rendering_is_deterministic(rendered, tmp_path):
-    """A second render of the same data, in a tree of the same layout, writes the same bytes."""
-    from study.present.report import render, stale_keys
-    again = tmp_path / "reports"
-    shutil.copytree(rendered, again)
-    render(again / GPUS[0].name, stale_keys(GPUS[0]))
-    diff = _html_differences(rendered, again)
-    assert not diff, diff
+    assert not diff, "python -m study.report and commit reports/:\n" + "\n".join(diff[:20])
 
 
 @pytest.mark.parametrize("d", GPUS, ids=IDS)

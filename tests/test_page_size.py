@@ -13,27 +13,19 @@ pytest.importorskip("plotly", reason="the report's figures need plotly")
 
 from study.present.report import render
 from study.present.sections import PAGES
+from tests.rendered_reports import rendered_reports
 from tests.test_report import chrome_driver, is_external, parse
 
 REPO = Path(__file__).resolve().parents[1]
 GPUS = ("h100", "h200")
 MAX_HEIGHT = 12 * 900             # twelve screens of a 1400 x 900 window
-SHARED = ("index.html", "ptx.json", "gpu-evidence.json")
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> Path:
-    """A copy of reports/ (both GPUs' data, the landing page, a stale plotly.min.js in each GPU folder, as an
-    earlier renderer left), each GPU's report rendered into it."""
-    root = tmp_path_factory.mktemp("reports")
-    for name in SHARED:
-        if (REPO / "reports" / name).exists():
-            shutil.copy(REPO / "reports" / name, root / name)
-    for gpu in GPUS:
-        shutil.copytree(REPO / "reports" / gpu, root / gpu, ignore=shutil.ignore_patterns("*.html", "*.png"))
-        (root / gpu / "plotly.min.js").write_text("stale copy")
-        render(root / gpu)
-    return root
+def reports() -> Path:
+    """reports/ rendered afresh from both GPUs' data, with a stale plotly.min.js left in each GPU folder first
+    (tests/rendered_reports.py)."""
+    return rendered_reports()
 
 
 def report_pages(d: Path) -> list[Path]:

@@ -15,6 +15,7 @@ report keeps out of its figures.  Nothing here imports torch or Triton.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -253,7 +254,15 @@ def _call_problems(report_dir: Path, totals: pd.DataFrame) -> dict[tuple, str]:
 
 def implausible_calls(report_dir: Path) -> dict[tuple, str]:
     """{(impl, dtype, M, N, K): reason} for the profiled calls whose numbers cannot be the call's: the report
-    keeps them out of every figure and names them."""
+    keeps them out of every figure and names them.  Worked out once per state of the folder's files."""
+    d = Path(report_dir).resolve()
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
+                  for p in (d / "profile.csv", d / "results.csv", d / "ceilings.json"))
+    return dict(_implausible_calls(d, stamp))
+
+
+@functools.lru_cache(maxsize=16)
+def _implausible_calls(report_dir: Path, stamp: tuple) -> dict[tuple, str]:
     df = _profile(report_dir)
     if df is None or df.empty:
         return {}
@@ -262,13 +271,25 @@ def implausible_calls(report_dir: Path) -> dict[tuple, str]:
     return out
 
 
+# Calls whose summed kernel time is off the sweep for a measured, understood reason, by GPU folder: still kept
+# out of every figure (implausible_calls), but not a problem of the report.  cuBLAS's composed bf16 recipes on
+# the H100: their kernels, timed one by one under ncu, sum to 0.82-0.84x the call timed end to end, and in
+# sequence (CUPTI) the same kernels keep the GPU busy for the whole call: not a misattribution, not launch gaps
+# (docs/method.md, "Power-limited rows, the idle-gap protocol, and the profile held to the sweep").
+EXPLAINED_OFF_SWEEP = {"h100": {("cublas:bf16x6", "fp32", 4096, 4096, 4096),
+                                ("cublas:bf16x9", "fp32", 4096, 4096, 4096)}}
+
+
 def profile_problems(report_dir: Path) -> list[str]:
-    """Impossible counters on any kernel row, then each call whose summed kernels cannot be the call."""
+    """Impossible counters on any kernel row, then each call whose summed kernels cannot be the call (but for
+    EXPLAINED_OFF_SWEEP's, where the only finding is the time against the sweep)."""
     df = _profile(report_dir)
     if df is None:
         return []
     calls = _call_problems(report_dir, call_totals(df))
-    return [why for _, why in _kernel_problems(df)] + [f"{_name(k)}: {why}" for k, why in calls.items()]
+    explained = EXPLAINED_OFF_SWEEP.get(Path(report_dir).name, set())
+    return [why for _, why in _kernel_problems(df)] + [
+        f"{_name(k)}: {why}" for k, why in calls.items() if not (k in explained and "ceiling" not in why)]
 
 
 # --- gpu-evidence.json and ptx.json --------------------------------------------------------------------------

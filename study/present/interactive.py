@@ -253,7 +253,7 @@ def _shape(m, n, k) -> str:
     return f"{int(m)}x{int(n)}x{int(k)}" if all(np.isfinite([m, n, k])) else "not given"
 
 
-def _customdata(rows: pd.DataFrame, error: str = "relerr", extra: tuple[str, ...] = ()) -> np.ndarray:
+def customdata_of(rows: pd.DataFrame, error: str = "relerr", extra: tuple[str, ...] = ()) -> np.ndarray:
     """Per row, the hover's text: implementation, precision, shape, TFLOP/s (with its p20-p80 spread, SM clock and
     power-limited mark: spread.fmt_measure, against the rows' max_clock column where set), % of baseline, error,
     SM clock, commit, FAILED or not, then the `extra` columns as text."""
@@ -274,7 +274,7 @@ def _customdata(rows: pd.DataFrame, error: str = "relerr", extra: tuple[str, ...
 
 
 def hovertemplate(unit: str = "TFLOP/s", error_label: str = "relerr", extra: tuple[str, ...] = ()) -> str:
-    """The hover of a point whose customdata is _customdata()'s; `extra` labels its extra columns."""
+    """The hover of a point whose customdata is customdata_of()'s; `extra` labels its extra columns."""
     lines = ["implementation: <b>%{customdata[0]}</b>%{customdata[8]}", "precision: %{customdata[1]}",
              "shape MxNxK: %{customdata[2]}", f"{unit}: %{{customdata[3]}}",
              "vs baseline: %{customdata[4]}", f"{error_label}: %{{customdata[5]}}", "SM clock: %{customdata[6]}",
@@ -346,7 +346,7 @@ def _points(rows: pd.DataFrame, x: str, *, unit: str, ranks: dict, several: set[
             marker=dict(symbol=[marker_symbol(series, p) for p in g["passed"]], color=colour,
                         size=13 if baseline else 10, line=marker_line(series)),
             line=dict(color=colour, width=2.5 if baseline else 1.3),
-            customdata=_customdata(g, error, tuple(c for _, c in extra)),
+            customdata=customdata_of(g, error, tuple(c for _, c in extra)),
             hovertemplate=hovertemplate(unit, error_label, tuple(label for label, _ in extra)),
             **_legend(key, ranks, several)))
     return traces
@@ -664,7 +664,7 @@ def ladder_figure(df: pd.DataFrame, family: str, sizes: tuple[int, ...] = (4096,
                 x=g["category"], y=g["tflops"], name=BACKEND_NAMES.get(b, b), offsetgroup=b, legendgroup=b,
                 showlegend=r == 1, marker=dict(color=backend_colour(b), line=dict(color=backend_colour(b), width=1),
                                                pattern=dict(shape=["" if p else "/" for p in g["passed"]])),
-                customdata=_customdata(g), hovertemplate=hovertemplate(fam.unit),
+                customdata=customdata_of(g), hovertemplate=hovertemplate(fam.unit),
                 meta={"backend": b, "size": n, "precisions": sorted(set(g["precision"]))}), row=r, col=1)
         refs = sorted(set(zip(at["baseline_impl"], at["dtype"])) - {("", d) for d in at["dtype"]})
         for j, (impl, dtype) in enumerate(refs):
@@ -912,7 +912,7 @@ def cross_gpu_figure(frames: dict[str, pd.DataFrame]) -> go.Figure | None:
             fig.add_trace(go.Bar(x=s["item"], y=s["tflops"], name=gpu, legendgroup=gpu, showlegend=r == 1,
                                  marker=dict(color=GPU_COLOURS[j % len(GPU_COLOURS)],
                                              pattern=dict(shape=["" if p else "/" for p in s["passed"]])),
-                                 customdata=_customdata(s, extra=("on_gpu",)), meta={"gpu": gpu, "family": key},
+                                 customdata=customdata_of(s, extra=("on_gpu",)), meta={"gpu": gpu, "family": key},
                                  hovertemplate=hovertemplate(_family(key, at).unit, extra=("GPU",))), row=r, col=1)
         fig.update_xaxes(categoryorder="array", categoryarray=list(dict.fromkeys(t[4] for t in order)), tickangle=-40,
                          row=r, col=1)

@@ -199,8 +199,8 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
                 line=dict(color=interactive.backend_colour(b), width=1.6),
                 error_y=dict(type="data", symmetric=False, array=[hi - v for (_, hi), v in zip(ranges, y)],
                              arrayminus=[v - lo for (lo, _), v in zip(ranges, y)], thickness=1, width=3),
-                text=[f"{r['impl']} ({r['precision']})<br>{spread.fmt_measure(r, max_clock, 'TFLOP/s')}" for _, r in pts],
-                hovertemplate="%{text}<extra></extra>"))
+                customdata=interactive.customdata_of(pd.DataFrame([{**r, "max_clock": max_clock} for _, r in pts])),
+                hovertemplate=interactive.hovertemplate()))
     base = baseline_row(df, ladder, n)
     if base is not None:
         highs.append(float(base["tflops"]))
