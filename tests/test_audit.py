@@ -131,9 +131,10 @@ def test_mutation_d_a_dirty_sanitizer_record_marked_clean_fails(tmp_path):
 # --- the committed HTML is what the committed data renders (mutation g) ---------------------------------------
 
 def _html_differences(committed, rendered) -> list[str]:
-    """Each .html file that differs between two report trees, or is in one only."""
-    mine = {p.relative_to(committed) for p in committed.rglob("*.html")}
-    theirs = {p.relative_to(rendered) for p in rendered.rglob("*.html")}
+    """Each page or image (.html, .png) that differs between two report trees, or is in one only: a render of the
+    committed data must leave `git status` clean."""
+    mine = {p.relative_to(committed) for ext in ("*.html", "*.png") for p in committed.rglob(ext)}
+    theirs = {p.relative_to(rendered) for ext in ("*.html", "*.png") for p in rendered.rglob(ext)}
     out = [f"{p}: in {'the committed tree' if p in mine else 'the render'} only" for p in sorted(mine ^ theirs)]
     return out + [f"{p}: differs" for p in sorted(mine & theirs)
                   if (committed / p).read_bytes() != (rendered / p).read_bytes()]
