@@ -39,7 +39,8 @@ class Calls:
             self.calls.append([it.originalname, {k: v for k, v in (p.params if p else {}).items()
                                                  if isinstance(v, (str, int, float, bool))}])
 c = Calls()
-pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[2:]], plugins=[c])
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=-ra", *sys.argv[2:]],
+            plugins=[c])
 open(sys.argv[1], "w").write(json.dumps(c.calls))
 """
 

@@ -53,7 +53,7 @@ if [[ " $STEPS " == *" test "* ]]; then
     python3 -m study.evidence --keys > "$LOGS/keys.json" || status=1
   fi
   [ -n "${STUDY_TEST_FILTER:-}" ] && TEST_ARGS+=(-k "$STUDY_TEST_FILTER")
-  python3 -c "import xdist" 2>/dev/null && TEST_ARGS+=(-n "${STUDY_TEST_WORKERS:-8}")
+  python3 -c "import xdist" 2>/dev/null && TEST_ARGS+=(-n "${STUDY_TEST_WORKERS:-8}" --dist load)  # not per file
   python3 -m pytest "${TEST_ARGS[@]}" tests > "$LOGS/tests.log" 2>&1 || status=1
   tail -40 "$LOGS/tests.log"
 fi

@@ -421,7 +421,7 @@ def expected_tests() -> dict[str, int]:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "counts.json"
         proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                               "-p", "no:xdist", "-m", "gpu", "--gpu-test-counts", str(out),
+                               "-o", "addopts=-ra", "-p", "no:xdist", "-m", "gpu", "--gpu-test-counts", str(out),
                                "tests/test_gpu_equivalence.py"], cwd=ROOT, capture_output=True, text=True)
         if not out.exists():
             raise RuntimeError(f"collecting the GPU tests failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
