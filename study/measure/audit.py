@@ -234,7 +234,8 @@ def _call_problems(report_dir: Path, totals: pd.DataFrame) -> dict[tuple, str]:
     swept = {}
     if results is not None:
         ok = results[(results["passed"] == "True") & (_num(results["alpha"]) == 1) & (_num(results["beta"]) == 0)]
-        swept = {_call(r): (float(r["ms"]), _num(pd.Series([r["sm_clock_mhz"]]))[0]) for _, r in ok.iterrows()}
+        keys = zip(ok["impl"], ok["dtype"], *(_num(ok[d]).astype(int) for d in "MNK"))
+        swept = dict(zip(keys, zip(_num(ok["ms"]), _num(ok["sm_clock_mhz"]))))
     out = {}
     for _, r in totals.iterrows():
         key, t = _call(r), r["time_ms"]
