@@ -17,7 +17,8 @@ import pytest
 
 from study.core.stages import STAGES
 from study.measure.frame import load_results
-from study.present import hierarchy, stage_chart
+from study.measure import audit
+from study.present import stage_chart
 from study.present.stage_pages import form_path, render_stage_pages, result_rows
 from tests.test_report import FIXTURE, REPO, chrome_driver, is_external, parse
 
@@ -159,7 +160,7 @@ def test_counters_leave_out_implausible_calls(monkeypatch):
     """A call the audit flags is kept out of the counters and named, with its reason."""
     df, _ = load_results(H100 / "results.csv")
     flagged = ("cuda:15_wgmma", "fp16", 4096, 4096, 4096)
-    monkeypatch.setattr(hierarchy, "_implausible", lambda report_dir: {flagged: "implied 4772 TFLOP/s"})
+    monkeypatch.setattr(audit, "implausible_calls", lambda report_dir: {flagged: "implied 4772 TFLOP/s"})
     step = stage_chart.step(H100, df, BY_NUMBER["15"], 1980)
     assert ("cuda:15_wgmma fp16 4096x4096x4096", "implied 4772 TFLOP/s") in step["left_out"]
     fig = figure_json(str(step["tabs"][0]["html"]), "fig-step-15-fp16")

@@ -7,7 +7,7 @@
   is three points at one height, one per level, against that level's measured bandwidth ceiling (DRAM, L2,
   shared memory) and the dtype's compute ceiling, in the manner of Nsight Compute's hierarchical roofline.
 * `achieved_traffic`: the DRAM bytes ncu counted per call, for the rooflines that place calls by them; calls the
-  profile audit rejects (`_implausible`) are left out of it and of `figure`, and `excluded_note` names them.
+  profile audit rejects (`audit.implausible_calls`) are left out of it and of `figure`, and `excluded_note` names them.
 * `claims`: every stage's docstring claim about shared-memory banks or traffic (`Stage.claims`) beside the
   counters of its kernel at n^3, with a verdict where the claim can be checked mechanically.
 
@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from study.measure.audit import CALL, call_totals, implausible_calls
+from study.measure.audit import CALL, call_totals
 from study.measure.frame import positive, prepare, series_key
 from study.present import figures as roofline
 from study.core.stages import STAGES
@@ -61,12 +61,6 @@ def per_call(df: pd.DataFrame) -> pd.DataFrame:
     agg["l2"] = flops / agg["l2_bytes"]
     agg["smem"] = flops / agg["smem_bytes"]
     return agg.replace([np.inf, -np.inf], np.nan)
-
-
-def _implausible(report_dir: Path) -> dict:
-    """{call key: why} for the calls whose profile is physically impossible or far off the sweep
-    (study.measure.audit), kept out of every figure."""
-    return implausible_calls(Path(report_dir))
 
 
 def plausible(agg: pd.DataFrame, implausible: dict) -> pd.DataFrame:

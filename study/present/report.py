@@ -16,8 +16,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from study.measure import audit
 from study.measure.frame import call_key, load_json, load_results
-from study.present import hierarchy, interactive, ladder, spread
+from study.present import interactive, ladder, spread
 from study.present.findings import findings, ptx_facts
 from study.present.formatting import fmt_num
 from study.present.pages import STAGE_PAGES
@@ -87,7 +88,7 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
     stale = stale or set()
     jenv = _env()
     ctx = Context(report_dir, df, fresh_rows(df, stale), env, ceilings, stale, ptx_facts(report_dir),
-                  implausible=hierarchy._implausible(report_dir))
+                  implausible=audit.implausible_calls(report_dir))
     ctx.stage_nav = render_stage_pages(report_dir, df, env=jenv, stale=stale) if len(df) else []
     pages = _pages(ctx, df)
     gpu = _gpu(df, env, ceilings)

@@ -21,6 +21,7 @@ from markupsafe import Markup
 from plotly.subplots import make_subplots
 
 from study.core.stages import STAGES, Stage
+from study.measure import audit
 from study.measure.frame import call_key, dtype_order, prepare
 from study.present import hierarchy, interactive
 from study.present.formatting import fmt_num
@@ -92,7 +93,7 @@ def counters(report_dir: Path) -> tuple[pd.DataFrame | None, dict]:
     prof = hierarchy.load(Path(report_dir) / "profile.csv")
     if prof is None:
         return None, {}
-    left_out = hierarchy._implausible(report_dir)
+    left_out = audit.implausible_calls(report_dir)
     keep = [call_key(r) not in left_out for r in prof.to_dict("records")]
     prof = prof[keep]
     if prof.empty:

@@ -20,7 +20,6 @@ implementations by their names (<backend>:<key>[-<variant>]) and the results' st
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from itertools import takewhile
 from pathlib import Path
@@ -211,12 +210,6 @@ def _environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def _reports_root(report_dir: Path) -> Path:
-    """The folder holding the tree's one plotly.min.js: reports/ for reports/<gpu>/, else the folder itself."""
-    up = report_dir.parent
-    return up if up.name == "reports" or (up / "index.html").exists() else report_dir
-
-
 def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None,
                        stale: set = frozenset(), reports_root: Path | None = None) -> list[dict]:
     """Write report_dir/stage-NN.html for every stage of STAGES; return [{number, title, href}] for the index.
@@ -224,13 +217,12 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
     df: the results (study.measure.frame.load_results(report_dir / "results.csv")[0]).  env: a jinja2
     Environment whose loader finds templates/stage.html.j2 (default: one like the report's).  stale: the keys of
     rows measured on code that has changed since (study.present.report.stale_keys), marked in each page's table.
-    reports_root: where the pages' plotly.min.js lies (default: reports/ above a GPU's folder, else the folder)."""
+    reports_root: where the tree's one plotly.min.js lies (default: the folder above, as for the GPU's pages)."""
     report_dir = Path(report_dir)
     template = (env or _environment()).get_template("stage.html.j2")
     evidence, ptx = repo_file(report_dir, "gpu-evidence.json"), repo_file(report_dir, "ptx.json")
     max_clock = (load_json(report_dir / "environment.json") or {}).get("sm_clock_max_mhz")
-    root = Path(reports_root) if reports_root else _reports_root(report_dir)
-    plotly_js = os.path.relpath(root / interactive.write_plotly_js(root), report_dir).replace(os.sep, "/")
+    plotly_js = interactive.plotly_src(report_dir, reports_root or report_dir.parent)
     nav = [{"number": s.number, "title": s.title, "href": page_name(s)} for s in STAGES]
     for i, s in enumerate(STAGES):
         cuda = form_path(s, "cuda")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from study.measure import audit
 from study.measure.frame import dtype_order, load_json
 from study.present import hierarchy
 
@@ -17,7 +18,7 @@ def _safe(name: str) -> str:
 
 def profile_section(report_dir: Path, ceilings: dict | None, implausible: dict | None = None) -> dict | None:
     """reports/profile.csv (study/measure/ncu.py): hierarchical rooflines, claims against counters, every call.
-    implausible: {call key: why} of the calls the audit rejects (hierarchy._implausible), kept out of the
+    implausible: {call key: why} of the calls the audit rejects (audit.implausible_calls), kept out of the
     figures and named under them."""
     for old in report_dir.glob("hierarchy_*.png"):
         old.unlink()
@@ -25,7 +26,7 @@ def profile_section(report_dir: Path, ceilings: dict | None, implausible: dict |
     if df is None:
         return None
     agg = hierarchy.per_call(df)
-    implausible = hierarchy._implausible(report_dir) if implausible is None else implausible
+    implausible = audit.implausible_calls(report_dir) if implausible is None else implausible
     drawn = hierarchy.plausible(agg, implausible)
     figures = []
     for dtype in dtype_order(agg["dtype"]):
