@@ -214,16 +214,16 @@ def _swizzle_tma() -> Impl:
                     f"{s.title} (TMA-fed, persistent)")
 
 
-# Stage 15: wgmma fed by TMA (cuda_kernels/15_wgmma.cu), one registered form per technique added; calls whose
+# Stage 14: wgmma fed by TMA (cuda_kernels/14_wgmma.cu), one registered form per technique added; calls whose
 # operands a tensor map cannot take go to stage 13's cp.async kernel.
 def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = True, **kw) -> CudaTmaLaunch:
-    """A launch of cuda_kernels/15_wgmma.cu: A in boxes of (BM rows, 64 k), B in 64x64 boxes."""
-    return CudaTmaLaunch("15_wgmma.cu", entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
+    """A launch of cuda_kernels/14_wgmma.cu: A in boxes of (BM rows, 64 k), B in 64x64 boxes."""
+    return CudaTmaLaunch("14_wgmma.cu", entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
                          b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, **kw)
 
 
 # The last form's two tiles, 256x192 in clusters of 2 and 128x256: the time per output of each at equal waves
-# (the H100 probes of docs/15_wgmma.md, "A 256x192 tile ...": the bigger tile 0.6-1.3 points faster at 4096x6144x4096,
+# (the H100 probes of docs/14_wgmma.md, "A 256x192 tile ...": the bigger tile 0.6-1.3 points faster at 4096x6144x4096,
 # 0.6-7.4 at 6144^3, and about as much at 8192^3 despite its 2.3% worse waves).  The launcher takes the one of
 # least modelled time.
 WIDE_COST = (0.96, 1.0)
@@ -232,7 +232,7 @@ WGMMA_TMA = _wgmma("wgmma_tma_{pair}", 384, (128, 256), d_box=(64, 64), balance=
 
 
 def _wgmma_stage() -> list[Impl]:
-    s = stage("15")
+    s = stage("14")
     src = f"{s.key}.cu"
     ws = dict(block=384, tile=(128, 256))
     forms = [   # (name suffix, launch, title): the ladder, one technique a step
@@ -242,7 +242,7 @@ def _wgmma_stage() -> list[Impl]:
         ("-cluster", _wgmma("wgmma_cluster_{pair}", **ws, cluster=2), "persistent, clusters of 2, B multicast"),
         # wgmma_wide spills its 8-byte tile counter (192 accumulators and ~40 live values pass 232 registers): one
         # local load and store a tile, none in the k-loop (its SASS).  Both grids balanced: the H100 probes of
-        # docs/15_wgmma.md, "Balanced persistent grids" (0.8-1.2 points at 4096^3, no change beyond the spread
+        # docs/14_wgmma.md, "Balanced persistent grids" (0.8-1.2 points at 4096^3, no change beyond the spread
         # at 8192^3).
         ("", CudaModelDispatch((WGMMA_WIDE, WGMMA_TMA), cost=WIDE_COST),
          "persistent, TMA-store epilogue"),
@@ -257,7 +257,7 @@ def _wgmma_stage() -> list[Impl]:
     ]
 
 
-# Stage 14 (seed 002): fp32 inputs on tensor cores, one kernel per backend in four variants.  Name suffix ->
+# Stage 15 (seed 002): fp32 inputs on tensor cores, one kernel per backend in four variants.  Name suffix ->
 # (precision label, CUDA entry, Triton/Gluon function); the labels' tolerances are in study/core/schema.py.
 TCEC_VARIANTS = {
     "": ("fp16x3-tcec", "tcec_fp16", "gemm_tcec"),                       # the method: scaled lo, RN outside TC
@@ -265,12 +265,12 @@ TCEC_VARIANTS = {
     "-nocorr": ("fp16-inputs", "tcec_nocorr", "gemm_nocorr"),            # hi only: fp16-rounded inputs
     "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                       # 3xTF32 split: fp32's exponent range
 }
-# cuda_kernels/14_tcec.cu: 128x128 tiles, 256 threads.  The fp16 variants (wgmma) read B as split by a first
+# cuda_kernels/15_tcec.cu: 128x128 tiles, 256 threads.  The fp16 variants (wgmma) read B as split by a first
 # kernel, in 32x128 tiles.
 
 
 def _tcec_stage() -> list[Impl]:
-    s = stage("14")
+    s = stage("15")
     impls = []
     for suffix, (precision, entry, fn) in TCEC_VARIANTS.items():
         common = dict(source=f"{s.key}.cu", entry=entry, block=(256, 1, 1), tile=(128, 128),
@@ -288,7 +288,7 @@ def _tcec_stage() -> list[Impl]:
             Impl(f"gluon:{s.key}{suffix}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}", fn),
                  _gluon_sources(s.key), title),
         ]
-    # The fp32-emulation shootout's fused bf16 recipes (cuda_kernels/14_tcec.cu): three bf16 parts per value,
+    # The fp32-emulation shootout's fused bf16 recipes (cuda_kernels/15_tcec.cu): three bf16 parts per value,
     # six or nine mma.sync products, hi*hi promoted into fp32 registers as TCEC does.
     for name in ("bf16x6", "bf16x9"):
         cuda = CudaBatchedLaunch(f"{s.key}.cu", name, (256, 1, 1), (128, 128), unaligned_entry=f"{name}_unaligned")
@@ -325,11 +325,11 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:15_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (docs/15_wgmma.md: no faster)
-        "cluster": _wgmma("x15_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+    "cuda:14_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (docs/14_wgmma.md: no faster)
+        "cluster": _wgmma("x14_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                           aligned_only=True),
-        # its 256x192 tiles without clusters (docs/15_wgmma.md: slower than with them)
-        "t256x192": _wgmma("x15_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
+        # its 256x192 tiles without clusters (docs/14_wgmma.md: slower than with them)
+        "t256x192": _wgmma("x14_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
         # the dispatch's two kernels alone, at every size (balanced grids, as registered), and the 128x256 one on
         # one block per SM (Gluon's grid)
@@ -337,8 +337,8 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "tma": WGMMA_TMA,
         "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
     },
-    "cuda:14_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
-        "chunk4": CudaPresplitLaunch("14_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
+    "cuda:15_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
+        "chunk4": CudaPresplitLaunch("15_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
                                      unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b",
                                      amax_entry="tcec_amax"),
     },
@@ -377,8 +377,8 @@ _IMPLS: list[Impl] = [
                  triton_uses=("11_wmma_async",), gluon_uses=("11_wmma_async",)),
     *_half_stage("13", SWIZZLE, gluon_uses=("11_wmma_async",)),
     _swizzle_tma(),
-    *_tcec_stage(),
     *_wgmma_stage(),
+    *_tcec_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:fp64", "cublas", None, {"fp64": "fp64"}, TorchLaunch("gemm_fp64", "cublas_tc"),

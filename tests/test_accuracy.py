@@ -1,4 +1,4 @@
-"""Stage 14's accuracy study on the CPU: the input generators, the error metrics, the Pareto front, how rows
+"""Stage 15's accuracy study on the CPU: the input generators, the error metrics, the Pareto front, how rows
 are assembled (a raising method is a row, not a crash), and the report's TCEC section from the fixture."""
 from __future__ import annotations
 
@@ -295,7 +295,7 @@ def test_accuracy_rows_share_inputs_per_k_and_record_a_raising_method():
     def boom(a, b):
         raise RuntimeError("kernel exploded")
 
-    methods = [Method("exact", "cuda", "14", "fp32", exact), Method("boom", "cuda", "14", "fp32", boom),
+    methods = [Method("exact", "cuda", "15", "fp32", exact), Method("boom", "cuda", "15", "fp32", boom),
                Method("half", "cublas", "baseline", "fp16", lambda a, b: a.half().float() @ b.half().float())]
     rows = list(accuracy.accuracy_rows(methods, ["wide"], [16, 64], 8, CPU, {"gpu": "cpu", "commit": "x"}))
     assert [r["method"] for r in rows] == ["exact", "boom", "half"] * 2
@@ -331,10 +331,10 @@ def test_methods_are_stage_14_and_the_baselines_plus_cublas_fp16():
     methods = accuracy.accuracy_methods(study.implementations())
     names = [m.name for m in methods]
     assert names[-1] == FP16_METHOD and "cublas" in names and "cublas:tf32" in names
-    assert "cuda:14_tcec" in names and "cuda:09_best_simt" not in names
-    assert all(m.stage in ("14", "baseline") for m in methods)
+    assert "cuda:15_tcec" in names and "cuda:09_best_simt" not in names
+    assert all(m.stage in ("15", "baseline") for m in methods)
     fig8 = accuracy.fig8_impls(study.implementations(), {"cuda"})
-    assert fig8 and all(i.backend == "cuda" and i.stage_label == "14" for i in fig8)
+    assert fig8 and all(i.backend == "cuda" and i.stage_label == "15" for i in fig8)
 
 
 def test_fig8_rows_time_check_and_label_each_launch(monkeypatch):
@@ -355,17 +355,17 @@ def test_fig8_rows_time_check_and_label_each_launch(monkeypatch):
         return torch.bmm(a.half().float(), b.half().float())
 
     def broken(a, b):
-        raise ValueError("cuda:14_tcec-markidis: no batched path")
+        raise ValueError("cuda:15_tcec-markidis: no batched path")
 
-    impls = [SimpleNamespace(name="cuda:14_tcec", backend="cuda", stage_label="14", precision=lambda d: "fp16x3-tcec",
+    impls = [SimpleNamespace(name="cuda:15_tcec", backend="cuda", stage_label="15", precision=lambda d: "fp16x3-tcec",
                              launch=SimpleNamespace(batched=None), batched=rounded),
-             SimpleNamespace(name="cuda:14_tcec-markidis", backend="cuda", stage_label="14",
+             SimpleNamespace(name="cuda:15_tcec-markidis", backend="cuda", stage_label="15",
                              precision=lambda d: "fp16x3-markidis", launch=SimpleNamespace(), batched=broken)]
     rows = list(accuracy.fig8_rows(impls, [32, 64], CPU, {"gpu": "cpu", "commit": "x"}, 10.0, batch=5, mn=16,
                                    chunk=2, seed=7))
     assert [(r["method"], r["launch"], r["K"]) for r in rows] == [
-        ("cublas:bmm", "torch.bmm", 32), ("cuda:14_tcec", "batched", 32), ("cuda:14_tcec-markidis", "loop", 32),
-        ("cublas:bmm", "torch.bmm", 64), ("cuda:14_tcec", "batched", 64), ("cuda:14_tcec-markidis", "loop", 64)]
+        ("cublas:bmm", "torch.bmm", 32), ("cuda:15_tcec", "batched", 32), ("cuda:15_tcec-markidis", "loop", 32),
+        ("cublas:bmm", "torch.bmm", 64), ("cuda:15_tcec", "batched", 64), ("cuda:15_tcec-markidis", "loop", 64)]
     assert all(set(r) == set(accuracy.FIG8_COLUMNS) for r in rows)
     assert rows[0]["tflops"] == pytest.approx(5 * 2 * 16 * 16 * 32 / 2e9) and rows[1]["x_sgemm"] == pytest.approx(1.0)
     assert rows[0]["seed002_max_relerr"] < 1e-5 < rows[1]["seed002_max_relerr"] < 1e-2   # fp32 vs fp16-rounded
@@ -393,7 +393,7 @@ def fixture_dir(tmp_path) -> Path:
 
 def test_report_renders_the_tcec_section_from_the_fixture(fixture_dir):
     html = unescape(_render(fixture_dir).read_text(encoding="utf-8"))
-    assert "Stage 14: TCEC (fp32 on fp16 tensor cores)" in html
+    assert "Stage 15: TCEC (fp32 on fp16 tensor cores)" in html
     assert 'href="tcec.html"' in (fixture_dir / "index.html").read_text(encoding="utf-8")     # the GPU page's nav
     assert 'id="fig-pareto"' in html           # the Pareto plot is interactive; its PNG stays for static use
     for png in ("tcec_accuracy.png", "tcec_fig8.png"):
@@ -404,7 +404,7 @@ def test_report_renders_the_tcec_section_from_the_fixture(fixture_dir):
     assert "NaN/inf x" in html and "raised" in html       # wide inputs broke the fp16 splits; one method raised
     for d in ("randn", "uniform", "wide"):
         assert f'id="tcec-acc-{d}"' in html and f'id="tcec-claims-{d}"' in html
-    assert ("On uniform [0, 1) inputs (K = 256, 4096), cuda:14_tcec against cuBLAS SGEMM (its error / SGEMM's on the "
+    assert ("On uniform [0, 1) inputs (K = 256, 4096), cuda:15_tcec against cuBLAS SGEMM (its error / SGEMM's on the "
             "same inputs): ties at K = 4096 (1.09x) and loses at K = 256 (2.17x)") in html
     assert "Max elementwise relative error" not in html and "max relerr" not in html
     assert "median over the elements with R != 0" in html and "|A||B|" in html
@@ -418,21 +418,21 @@ def test_tcec_context_numbers(fixture_dir):
     assert t["pareto_shape"] == "4096x4096x4096"
     panels = {p["dist"]: p for p in t["pareto_panels"]}
     assert list(panels) == ["randn", "uniform", "wide"] and {p["k"] for p in panels.values()} == {4096}
-    # Speed from results.csv, error from accuracy.csv at K = 4096: SGEMM (1e-6) is beaten by cuda:14_tcec (8e-7).
-    assert panels["randn"]["front"] == {"cuda:14_tcec", "cuda:14_tcec-markidis", "cuda:14_tcec-nocorr", "cublas:tf32"}
-    assert panels["wide"]["front"] == {"cublas:tf32", "cuda:14_tcec-tf32"}
-    assert panels["wide"]["broken"]["cuda:14_tcec"] == "NaN/inf"
-    assert panels["randn"]["broken"] == {"gluon:14_tcec": "raised"}
+    # Speed from results.csv, error from accuracy.csv at K = 4096: SGEMM (1e-6) is beaten by cuda:15_tcec (8e-7).
+    assert panels["randn"]["front"] == {"cuda:15_tcec", "cuda:15_tcec-markidis", "cuda:15_tcec-nocorr", "cublas:tf32"}
+    assert panels["wide"]["front"] == {"cublas:tf32", "cuda:15_tcec-tf32"}
+    assert panels["wide"]["broken"]["cuda:15_tcec"] == "NaN/inf"
+    assert panels["randn"]["broken"] == {"gluon:15_tcec": "raised"}
     assert panels["randn"]["missing"] == ["triton:tuned"]            # in results.csv, not in accuracy.csv
-    row = next(r for r in t["pareto"] if r["impl"] == "cuda:14_tcec")
+    row = next(r for r in t["pareto"] if r["impl"] == "cuda:15_tcec")
     assert [(c["text"], c["front"]) for c in row["cells"]] == \
         [("8.00e-07", True), ("5.43e-07", True), ("NaN/inf", False)]
     assert t["worse_variants"] == ["markidis", "nocorr", "tf32"]
     cuda_randn = next(r for r in t["worse"] if r["backend"] == "CUDA" and r["distribution"] == "randn" and r["K"] == 256)
     assert cuda_randn["cells"] == ["7.5x", "1,400x", "1.1x"]
     ours = t["fig8"]["ours"]
-    assert ours["method"] == "cuda:14_tcec" and ours["k"] == "4096" and ours["x_sgemm"].startswith("1.78x")
-    raised = next(c for r in t["acc"][0]["rows"] if r["method"] == "gluon:14_tcec" for c in r["cells"]
+    assert ours["method"] == "cuda:15_tcec" and ours["k"] == "4096" and ours["x_sgemm"].startswith("1.78x")
+    raised = next(c for r in t["acc"][0]["rows"] if r["method"] == "gluon:15_tcec" for c in r["cells"]
                   if c["text"] == "raised")
     assert "fixture" in raised["title"]
 
@@ -443,12 +443,12 @@ def test_accuracy_is_reported_per_distribution(fixture_dir):
     assert [t["dist"] for t in tables] == ["randn", "uniform", "wide"]
     uniform = tables[1]
     assert uniform["ks"] == [256, 4096]
-    row = next(r for r in uniform["rows"] if r["method"] == "cuda:14_tcec")
+    row = next(r for r in uniform["rows"] if r["method"] == "cuda:15_tcec")
     # per K: Frobenius, median, componentwise, / SGEMM (its relerr / SGEMM's: 2.717e-7 / 1.25e-7)
     assert [c["text"] for c in row["cells"]] == ["2.72e-07", "1.85e-07", "1.22e-06", "2.17x",
                                                  "5.43e-07", "3.70e-07", "2.45e-06", "1.09x"]
     assert row["cells"][3]["bad"] and not row["cells"][7]["bad"]          # loses at 256, ties at 4096
-    assert not next(r for r in uniform["rows"] if r["method"] == "triton:14_tcec")["cells"][3]["bad"]
+    assert not next(r for r in uniform["rows"] if r["method"] == "triton:15_tcec")["cells"][3]["bad"]
     sgemm = next(r for r in uniform["rows"] if r["method"] == "cublas")
     assert sgemm["cells"][3]["text"] == ""
 
@@ -457,16 +457,16 @@ def test_sentences_give_the_verdict_per_distribution(fixture_dir):
     df, _ = load_results(fixture_dir / "results.csv")
     tables = {t["dist"]: t for t in tcec.section(df, None, fixture_dir)["acc"]}
     said = {d: {s["method"]: s["text"] for s in t["sentences"]} for d, t in tables.items()}
-    assert set(said["uniform"]) == {"cuda:14_tcec", "triton:14_tcec", "gluon:14_tcec"}
-    cuda_uniform = said["uniform"]["cuda:14_tcec"]
-    assert cuda_uniform == ("On uniform [0, 1) inputs (K = 256, 4096), cuda:14_tcec against cuBLAS SGEMM (its error / "
+    assert set(said["uniform"]) == {"cuda:15_tcec", "triton:15_tcec", "gluon:15_tcec"}
+    cuda_uniform = said["uniform"]["cuda:15_tcec"]
+    assert cuda_uniform == ("On uniform [0, 1) inputs (K = 256, 4096), cuda:15_tcec against cuBLAS SGEMM (its error / "
                             "SGEMM's on the same inputs): ties at K = 4096 (1.09x) and loses at K = 256 (2.17x) by "
                             "relative Frobenius error, median elementwise error and componentwise error.")
-    gluon = said["uniform"]["gluon:14_tcec"]     # raised at 4096: its claim covers K = 256 only, and says so
+    gluon = said["uniform"]["gluon:15_tcec"]     # raised at 4096: its claim covers K = 256 only, and says so
     assert "(K = 256)" in gluon and "it raised at K = 4096" in gluon
-    assert "returned NaN/inf at every K measured (256, 4096), so loses by every metric" in said["wide"]["cuda:14_tcec"]
+    assert "returned NaN/inf at every K measured (256, 4096), so loses by every metric" in said["wide"]["cuda:15_tcec"]
     # 8e-7 against SGEMM's 1e-6 prints as 0.8x, which ties (beating needs less than 0.8x)
-    assert said["randn"]["cuda:14_tcec"].endswith("ties by relative Frobenius error (0.8x), median elementwise error "
+    assert said["randn"]["cuda:15_tcec"].endswith("ties by relative Frobenius error (0.8x), median elementwise error "
                                                   "(0.8x) and componentwise error (0.8x).")
 
 
@@ -515,14 +515,14 @@ SGEMM_ERR = {"relerr": 1e-6, "median_relerr": 5e-7, "componentwise": 1e-7}
 # per K: a number for every metric, a (relerr, median, componentwise) triple, "inf" for NaN/inf, "raise".
 SYNTHETIC = {
     "cublas": ("cublas", "baseline", "fp32", 50.0, {}),
-    "cuda:14_tcec": ("cuda", "14", "fp16x3-tcec", 160.0, {
+    "cuda:15_tcec": ("cuda", "15", "fp16x3-tcec", 160.0, {
         "randn": {256: 0.5, 4096: 0.5}, "tiny": {256: "inf", 4096: "inf"},
         "cancel": {256: (1.0, 2.0, 0.5), 1024: (1.0, 2.0, 2.0)}}),
-    "cuda:14_tcec-bf16x6": ("cuda", "14", "bf16x6", 120.0, {
+    "cuda:15_tcec-bf16x6": ("cuda", "15", "bf16x6", 120.0, {
         "randn": {256: 1.1, 4096: 1.1}, "tiny": {256: 0.9, 4096: 0.9}, "cancel": {256: 0.7, 1024: 0.7}}),
     "cublas:bf16x9": ("cublas", "baseline", "bf16x9-tcacc", 90.0, {
         "randn": {256: "raise", 4096: 3.0}, "tiny": {256: 3.0, 4096: 3.0}, "cancel": {256: 0.1, 1024: 0.1}}),
-    "cuda:14_tcec-markidis": ("cuda", "14", "fp16x3-markidis", 170.0, {
+    "cuda:15_tcec-markidis": ("cuda", "15", "fp16x3-markidis", 170.0, {
         "randn": {256: 10.0, 4096: 10.0}, "tiny": {256: 10.0, 4096: 10.0}, "cancel": {256: 10.0, 1024: 10.0}}),
 }
 SYNTHETIC_KS = {"randn": (256, 4096), "tiny": (256, 4096), "cancel": (256, 1024)}
@@ -563,20 +563,20 @@ def test_claims_per_distribution_from_a_synthetic_study(tmp_path):
     assert list(tables) == ["randn", "tiny", "cancel"]              # DISTRIBUTIONS' order, only those measured
     claims = {d: {c["method"]: c for c in t["claims"]} for d, t in tables.items()}
     # fp32-labelled methods only (markidis is not; SGEMM is the reference): the bf16 split by its label
-    assert set(claims["randn"]) == {"cuda:14_tcec", "cuda:14_tcec-bf16x6"} | \
+    assert set(claims["randn"]) == {"cuda:15_tcec", "cuda:15_tcec-bf16x6"} | \
         ({"cublas:bf16x9"} if tcec.fp32_labelled("bf16x9-tcacc") else set())
     texts = {d: {m: [cell["text"] for cell in c["cells"]] for m, c in cs.items()} for d, cs in claims.items()}
-    assert texts["randn"]["cuda:14_tcec"] == ["beats (0.5x)"] * 3
-    assert texts["randn"]["cuda:14_tcec-bf16x6"] == ["ties (1.1x)"] * 3
-    assert texts["tiny"]["cuda:14_tcec"] == ["loses (NaN/inf)"] * 3
-    assert texts["tiny"]["cuda:14_tcec-bf16x6"] == ["ties (0.9x)"] * 3
+    assert texts["randn"]["cuda:15_tcec"] == ["beats (0.5x)"] * 3
+    assert texts["randn"]["cuda:15_tcec-bf16x6"] == ["ties (1.1x)"] * 3
+    assert texts["tiny"]["cuda:15_tcec"] == ["loses (NaN/inf)"] * 3
+    assert texts["tiny"]["cuda:15_tcec-bf16x6"] == ["ties (0.9x)"] * 3
     # per metric: Frobenius ties, median loses, componentwise changes with K
-    assert texts["cancel"]["cuda:14_tcec"] == ["ties (1x)", "loses (2x)",
+    assert texts["cancel"]["cuda:15_tcec"] == ["ties (1x)", "loses (2x)",
                                                "beats at K = 256 (0.5x) and loses at K = 1024 (2x)"]
-    assert claims["cancel"]["cuda:14_tcec"]["verdicts"]["componentwise"] == {256: 0.5, 1024: 2.0}
-    assert [c["bad"] for c in claims["cancel"]["cuda:14_tcec"]["cells"]] == [False, True, True]
+    assert claims["cancel"]["cuda:15_tcec"]["verdicts"]["componentwise"] == {256: 0.5, 1024: 2.0}
+    assert [c["bad"] for c in claims["cancel"]["cuda:15_tcec"]["cells"]] == [False, True, True]
     said = {d: [s["text"] for s in t["sentences"]] for d, t in tables.items()}
-    assert all(len(v) == 1 and "cuda:14_tcec against" in v[0] for v in said.values())   # the stage's method only
+    assert all(len(v) == 1 and "cuda:15_tcec against" in v[0] for v in said.values())   # the stage's method only
     assert "returned NaN/inf at every K measured (256, 4096)" in said["tiny"][0]
 
 
@@ -584,12 +584,12 @@ def test_findings_say_per_distribution_where_cuda_tcec_beats_ties_or_loses(tmp_p
     df = synthetic_study(tmp_path)
     found = dict((topic, text) for topic, text, _ in tcec.findings(df, tmp_path, 4096))
     grid = tcec.accuracy_grid(tmp_path)
-    assert grid["method"] == "cuda:14_tcec"
+    assert grid["method"] == "cuda:15_tcec"
     rows = {r["label"]: r for r in grid["rows"]}
     assert [c["text"] for c in rows["randn"]["cells"]] == ["beats (0.5x)"] * 3
     assert [c["verdict"] for c in rows[DISTRIBUTION["cancel"].label]["cells"]] == ["ties", "loses", "loses"]
     text = found["TCEC's accuracy against SGEMM"]
-    assert text.startswith(f"Over {len(rows)} input distributions and 3 error metrics, cuda:14_tcec's error")
+    assert text.startswith(f"Over {len(rows)} input distributions and 3 error metrics, cuda:15_tcec's error")
     assert len(text.split()) <= 50
 
 
@@ -602,16 +602,16 @@ def test_pareto_panel_per_distribution_from_a_synthetic_study(tmp_path):
     assert list(panels) == ["randn", "tiny", "cancel"]
     assert panels["randn"]["k"] == panels["tiny"]["k"] == 4096 and panels["cancel"]["k"] == 1024   # largest below
     randn = panels["randn"]["points"].set_index("impl")
-    assert randn.loc["cuda:14_tcec", "error"] == pytest.approx(0.5e-6)          # accuracy.csv's, not results.csv's
-    assert randn.loc["cuda:14_tcec", "tflops"] == 160.0                          # results.csv's speed
-    assert randn.loc["cuda:14_tcec", "error_at"] == "1024x1024x4096, randn inputs (accuracy.csv)"
-    assert panels["randn"]["front"] == {"cuda:14_tcec", "cuda:14_tcec-markidis"}
-    assert panels["tiny"]["broken"] == {"cuda:14_tcec": "NaN/inf"}
-    assert panels["tiny"]["front"] == {"cuda:14_tcec-markidis", "cuda:14_tcec-bf16x6"}
+    assert randn.loc["cuda:15_tcec", "error"] == pytest.approx(0.5e-6)          # accuracy.csv's, not results.csv's
+    assert randn.loc["cuda:15_tcec", "tflops"] == 160.0                          # results.csv's speed
+    assert randn.loc["cuda:15_tcec", "error_at"] == "1024x1024x4096, randn inputs (accuracy.csv)"
+    assert panels["randn"]["front"] == {"cuda:15_tcec", "cuda:15_tcec-markidis"}
+    assert panels["tiny"]["broken"] == {"cuda:15_tcec": "NaN/inf"}
+    assert panels["tiny"]["front"] == {"cuda:15_tcec-markidis", "cuda:15_tcec-bf16x6"}
     assert panels["cancel"]["front"] == \
-        {"cuda:14_tcec-markidis", "cuda:14_tcec", "cuda:14_tcec-bf16x6", "cublas:bf16x9"}
+        {"cuda:15_tcec-markidis", "cuda:15_tcec", "cuda:15_tcec-bf16x6", "cublas:bf16x9"}
     rows = {r["impl"]: r for r in tcec.pareto_table(points, list(panels.values()))}
-    assert [c["text"] for c in rows["cuda:14_tcec"]["cells"]] == ["5.00e-07", "NaN/inf", "1.00e-06"]
+    assert [c["text"] for c in rows["cuda:15_tcec"]["cells"]] == ["5.00e-07", "NaN/inf", "1.00e-06"]
     assert [c["front"] for c in rows["cublas:bf16x9"]["cells"]] == [False, False, True]
 
 
@@ -622,7 +622,7 @@ def test_report_renders_a_synthetic_study_with_the_new_distributions(tmp_path):
         assert f'id="tcec-acc-{d}"' in html and f'id="tcec-claims-{d}"' in html
         assert DISTRIBUTION[d].about.split(":")[0] in html
     assert 'id="fig-pareto"' in html and '"updatemenus"' in html
-    assert "cuda:14_tcec-bf16x6" in html and "cublas:bf16x9" in html
+    assert "cuda:15_tcec-bf16x6" in html and "cublas:bf16x9" in html
 
 
 def test_h100_accuracy_csv_renders_every_distribution_it_has(tmp_path):
@@ -635,7 +635,7 @@ def test_h100_accuracy_csv_renders_every_distribution_it_has(tmp_path):
     assert [p["dist"] for p in t["pareto_panels"]] == [x["dist"] for x in t["acc"]] == have
     assert all(x["claims"] for x in t["acc"])
     randn = next(x for x in t["acc"] if x["dist"] == "randn")
-    assert any(c["method"] == "cuda:14_tcec" and c["cells"][0]["text"].startswith("beats") for c in randn["claims"])
+    assert any(c["method"] == "cuda:15_tcec" and c["cells"][0]["text"].startswith("beats") for c in randn["claims"])
 
 
 def test_section_says_when_accuracy_csv_is_absent(fixture_dir):
@@ -649,7 +649,7 @@ def test_no_section_without_any_stage_14_data(fixture_dir):
     for name in ("accuracy.csv", "fig8.csv"):
         (fixture_dir / name).unlink()
     df = pd.read_csv(fixture_dir / "results.csv", dtype=str, keep_default_na=False)
-    df[df["stage"] != "14"].to_csv(fixture_dir / "results.csv", index=False)
+    df[df["stage"] != "15"].to_csv(fixture_dir / "results.csv", index=False)
     html = _render(fixture_dir).read_text(encoding="utf-8")
     assert 'id="tcec"' not in html and "tcec.html" not in html and not (fixture_dir / "tcec.html").exists()
     assert not list(fixture_dir.glob("tcec_*.png"))
@@ -658,7 +658,7 @@ def test_no_section_without_any_stage_14_data(fixture_dir):
 def test_fp32_roofline_gets_a_third_of_the_tensor_core_peaks():
     ceilings = {"measured": {"fp16_tc_tflops": 700.0, "tf32_tc_tflops": 370.0, "fp32_fma_tflops": 60.0},
                 "datasheet": {"fp16_tc_tflops": 989.4}}
-    tcec_stage = stage("14")
+    tcec_stage = stage("15")
     split = {k: (m, d) for k, _, _, m, d in figures.split_ceilings(ceilings, tcec_stage)}
     labels = [label for _, label, _, _, _ in figures.split_ceilings(ceilings, tcec_stage)]
     assert labels == ["TF32 TC / 3 (3xTF32)", "FP16 TC / 3 (TCEC)"]
@@ -668,7 +668,7 @@ def test_fp32_roofline_gets_a_third_of_the_tensor_core_peaks():
 
 
 def _render(directory):
-    """The report's stage-14 page, tcec.html, where it has one, else its index (plotly: the GPU image, which
+    """The report's stage-15 page, tcec.html, where it has one, else its index (plotly: the GPU image, which
     collects this module, lacks it)."""
     pytest.importorskip("plotly")
     from study.present.report import render

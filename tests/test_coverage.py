@@ -147,11 +147,11 @@ def test_dispatch_shapes_pick_each_tile_on_every_size_of_gpu(name):
 
 
 def test_model_dispatch_picks_by_waves_and_covers_each_tile():
-    """Stage 15's last form: 128x256 tiles where 256x192 ones would leave a wave short (4096^3: 2.67 waves of
+    """Stage 14's last form: 128x256 tiles where 256x192 ones would leave a wave short (4096^3: 2.67 waves of
     the big tile against 3.88), 256x192 clusters where the waves are near even (8192^3, 6144^3); each choice's
     test shape has many tiles per SM and an odd count of tile-rows, on GPUs of any size (that it picks its
     choice: the test above)."""
-    d = study.get("cuda:15_wgmma").launch
+    d = study.get("cuda:14_wgmma").launch
     wide, narrow = d.choices
     assert d.pick(4096, 4096, 132) is narrow and d.pick(1, 1, 132) is narrow and d.pick(2048, 8192, 132) is narrow
     assert d.pick(8192, 8192, 132) is wide and d.pick(6144, 6144, 132) is wide

@@ -190,7 +190,7 @@ def test_batched_launch_matches_float64(impl_name, B, M, N, K):
 
 
 # --- fp32's whole range, judged against SGEMM's own error on the same inputs ------------------------------------
-# The methods that emulate fp32 on tensor cores (stage 14's splits, the bf16 recipes) must be as accurate as SGEMM
+# The methods that emulate fp32 on tensor cores (stage 15's splits, the bf16 recipes) must be as accurate as SGEMM
 # wherever SGEMM is: at magnitudes from 2^-60 to 2^60, with rows and columns 2^+-40 apart, with cancellation, and,
 # on all-positive inputs, without the bias a truncating accumulator adds.  Each case draws fresh inputs, runs
 # cuBLAS SGEMM (TF32 off) on them, and holds the method to 2x SGEMM's relative Frobenius and median errors.  On
@@ -268,12 +268,12 @@ def test_fp32_emulation_is_as_accurate_as_sgemm(impl_name, case):
                                             f"inputs, against SGEMM's relerr {want[0]:.3g}: a bias; seed={seed}")
 
 
-def _stage14_fp32_impls():
+def _tcec_fp32_impls():
     return [pytest.param(i.name, id=i.name) for i in study.implementations(dtype="fp32")
-            if i.stage is not None and i.stage.number == "14"]
+            if i.stage is not None and i.stage.slug == "tcec"]
 
 
-@pytest.mark.parametrize("impl_name", _stage14_fp32_impls())
+@pytest.mark.parametrize("impl_name", _tcec_fp32_impls())
 def test_inf_and_nan_propagate_as_in_sgemm(impl_name):
     """inf and NaN in the inputs: D has NaN where SGEMM has NaN, the same signed inf where it has inf, and is right
     elsewhere.  The cases: an inf in A (against a column of B with a zero in its row: NaN there), a NaN in B, a

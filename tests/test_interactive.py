@@ -194,8 +194,8 @@ def test_no_family_mixes_precisions(data):
             assert precisions and precisions <= ALLOWED[key], f"{name} {key}: {precisions - ALLOWED[key]}"
     fp32 = ia.roofline_figure(df, ceilings, "fp32")
     impls = {row[0] for t in point_traces(fp32) for row in t.customdata}
-    assert not {"cublas:tf32", "cuda:14_tcec-nocorr", "cuda:14_tcec-markidis"} & impls
-    assert {"cublas", "cuda:14_tcec"} <= impls
+    assert not {"cublas:tf32", "cuda:15_tcec-nocorr", "cuda:15_tcec-markidis"} & impls
+    assert {"cublas", "cuda:15_tcec"} <= impls
 
 
 def test_a_new_precision_gets_a_family_of_its_own(fixture_rows):
@@ -378,12 +378,12 @@ def test_pareto_menu_has_a_panel_per_distribution(data):
 
 
 def test_a_single_pareto_panel_has_no_menu_and_names_what_it_cannot_draw():
-    points = pd.DataFrame({"impl": ["cuda:14_tcec", "cublas", "cuda:14_tcec-bf16x6"], "tflops": [160.0, 50.0, 120.0],
+    points = pd.DataFrame({"impl": ["cuda:15_tcec", "cublas", "cuda:15_tcec-bf16x6"], "tflops": [160.0, 50.0, 120.0],
                            "error": [float("inf"), 1e-6, 5e-7], "metric": ["relative Frobenius error, tiny"] * 3})
     fig = ia.pareto_menu_figure([("tiny", points)])
     assert not fig.layout.updatemenus
-    assert {row[0] for t in point_traces(fig) for row in t.customdata} == {"cublas", "cuda:14_tcec-bf16x6"}
-    assert any("not drawn" in a.text and "cuda:14_tcec" in a.text for a in fig.layout.annotations)
+    assert {row[0] for t in point_traces(fig) for row in t.customdata} == {"cublas", "cuda:15_tcec-bf16x6"}
+    assert any("not drawn" in a.text and "cuda:15_tcec" in a.text for a in fig.layout.annotations)
     assert ia.pareto_menu_figure([("a", points.assign(error=float("nan")))]) is None
     # A panel with nothing to draw is left out of the menu; the others keep their buttons.
     two = ia.pareto_menu_figure([("a", points.assign(error=float("nan"))), ("b", points), ("c", points)])
@@ -459,23 +459,23 @@ def test_roofline_places_calls_by_ncu_traffic_and_leaves_out_implausible_ones(h1
     df, ceilings = h100
     traffic = hierarchy.achieved_traffic(SOURCES["h100"], {})
     fig = ia.roofline_figure(df, ceilings, "fp16_bf16", traffic)
-    impls = ["cuda:15_wgmma", "triton:15_wgmma", "gluon:15_wgmma", "cuda:10_wmma"]
+    impls = ["cuda:14_wgmma", "triton:14_wgmma", "gluon:14_wgmma", "cuda:10_wmma"]
     xs = {i: _x_at(fig, i, "fp16", 4096) for i in impls}
     assert len(set(xs.values())) == len(impls), xs
-    t = traffic[(traffic["impl"] == "cuda:15_wgmma") & (traffic["dtype"] == "fp16") & (traffic["M"] == 4096)]
-    assert xs["cuda:15_wgmma"] == pytest.approx(2 * 4096**3 / t["dram_bytes"].iloc[0])
+    t = traffic[(traffic["impl"] == "cuda:14_wgmma") & (traffic["dtype"] == "fp16") & (traffic["M"] == 4096)]
+    assert xs["cuda:14_wgmma"] == pytest.approx(2 * 4096**3 / t["dram_bytes"].iloc[0])
     assert "ncu" in fig.layout.xaxis.title.text
-    key = ("cuda:15_wgmma", "fp16", 4096, 4096, 4096)
+    key = ("cuda:14_wgmma", "fp16", 4096, 4096, 4096)
     gone = ia.roofline_figure(df, ceilings, "fp16_bf16", hierarchy.achieved_traffic(SOURCES["h100"], {key: "test"}))
-    assert _x_at(gone, "cuda:15_wgmma", "fp16", 4096) is None
-    assert _x_at(gone, "triton:15_wgmma", "fp16", 4096) == pytest.approx(xs["triton:15_wgmma"])
+    assert _x_at(gone, "cuda:14_wgmma", "fp16", 4096) is None
+    assert _x_at(gone, "triton:14_wgmma", "fp16", 4096) == pytest.approx(xs["triton:14_wgmma"])
     views = {b.label: b.args[0]["x"] for b in gone.layout.updatemenus[0].buttons}
     assert set(views) == {"achieved traffic (ncu)", "compulsory traffic"}
-    i = next(j for j, t in enumerate(gone.data) if t.meta and t.meta.get("impl") == "cuda:15_wgmma"
+    i = next(j for j, t in enumerate(gone.data) if t.meta and t.meta.get("impl") == "cuda:14_wgmma"
              and t.meta.get("dtype") == "fp16")
     assert sum(x is not None for x in views["compulsory traffic"][i]) > sum(x is not None for x in views[
         "achieved traffic (ncu)"][i])
-    assert "Left out of the figures" in hierarchy.excluded_note({key: "test"}) and "cuda:15_wgmma" in \
+    assert "Left out of the figures" in hierarchy.excluded_note({key: "test"}) and "cuda:14_wgmma" in \
         hierarchy.excluded_note({key: "test"})
 
 
@@ -483,10 +483,10 @@ def test_roofline_stage_menu_keeps_one_stage_and_the_baselines(h100):
     df, ceilings = h100
     fig = ia.roofline_figure(df, ceilings, "fp16_bf16")
     menu = fig.layout.updatemenus[-1]
-    button = next(b for b in menu.buttons if b.label == "stage 15")
+    button = next(b for b in menu.buttons if b.label == "stage 14")
     for t, on in zip(fig.data, button.args[0]["visible"]):
         if t.meta and "impl" in t.meta:
-            assert on == (t.meta["stage"] in ("15", "baseline")), t.meta
+            assert on == (t.meta["stage"] in ("14", "baseline")), t.meta
         else:
             assert on, t.name
 
@@ -500,7 +500,7 @@ def test_size_sweep_draws_the_best_form_per_backend(h100):
     forms = [(m["family"], m["backend"], m["dtype"]) for m in shown if m["stage"] != "baseline"]
     assert len(forms) == len(set(forms)), "more than one form of a backend drawn per family and dtype"
     fp16 = [m["impl"] for m in shown if m["family"] == "fp16_bf16" and m["dtype"] == "fp16"]
-    assert "cublas" in fp16 and any(i.startswith("cuda:15_wgmma") for i in fp16), fp16
+    assert "cublas" in fp16 and any(i.startswith("cuda:14_wgmma") for i in fp16), fp16
     every = next(b for b in fig.layout.updatemenus[0].buttons if b.label == "every form")
     assert all(every.args[0]["visible"])
 

@@ -44,7 +44,7 @@ def test_the_stage_check_sees_a_stage_number():
     assert _stage_literals('"""stage "01" is the naive one."""\nz = 1') == []
 
 
-# Modules for every stage: a stage's own code lives in modules of its own (study/present/tcec.py for stage 14),
+# Modules for every stage: a stage's own code lives in modules of its own (study/present/tcec.py for stage 15),
 # reached through data (study/core/stages.py) or the report's list of stage pages (study/present/pages.py).
 GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
            "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",

@@ -136,8 +136,8 @@ def test_kept_rows_keep_their_own_provenance(tmp_path):
     path = tmp_path / "profile.csv"
     old = {c: "" for c in profile.PROFILE_COLUMNS} | {"impl": "cuda:01_naive", "dtype": "fp32", "gpu": "H200",
                                                        "commit": "aaaaaaa", "kernel": "sgemm_naive"}
-    new = {"impl": "cuda:14_tcec", "dtype": "fp32", "kernel": "tcec_fp16"}
+    new = {"impl": "cuda:15_tcec", "dtype": "fp32", "kernel": "tcec_fp16"}
     profile._write(path, [new], "H100", "bbbbbbb", [old])
     rows = pd.read_csv(path, dtype=str).set_index("impl")
     assert rows.loc["cuda:01_naive", "commit"] == "aaaaaaa" and rows.loc["cuda:01_naive", "gpu"] == "H200"
-    assert rows.loc["cuda:14_tcec", "commit"] == "bbbbbbb" and rows.loc["cuda:14_tcec", "gpu"] == "H100"
+    assert rows.loc["cuda:15_tcec", "commit"] == "bbbbbbb" and rows.loc["cuda:15_tcec", "gpu"] == "H100"

@@ -35,9 +35,9 @@ def test_summarise_names_each_instruction_kind():
 
 
 def test_compiled_ptx_of_a_tf32_and_an_fp32_simt_form():
-    """Compiled for sm_90a on the CPU: the TF32 split of stage 14 multiplies TF32 on the tensor cores and rounds
+    """Compiled for sm_90a on the CPU: the TF32 split of stage 15 multiplies TF32 on the tensor cores and rounds
     its operands to TF32; the naive fp32 stage has no MMA at all, only fp32 FMAs."""
-    tf32, simt = "gluon:14_tcec-tf32", "triton:01_naive"
+    tf32, simt = "gluon:15_tcec-tf32", "triton:01_naive"
     got = ptx_summary.build([tf32, simt])
     assert got[tf32]["summary"]["mma"] and all("tf32 -> f32" in m for m in got[tf32]["summary"]["mma"])
     assert got[tf32]["summary"]["tf32_cvt"]

@@ -162,30 +162,30 @@ def test_duplicate_rows_keep_the_last(rendered):
 
 
 def test_stage_variants_get_a_row_each(rendered):
-    """Stage 14 registers four variants per backend: the stage table shows each in its own row, named, and
+    """Stage 15 registers four variants per backend: the stage table shows each in its own row, named, and
     never one cell holding whichever variant came last."""
     df, _ = load_results(rendered / "results.csv")
     fp32 = next(t for t in stage_tables(df) if t["dtype"] == "fp32")
-    rows = [r for r in fp32["rows"] if r["number"] == "14"]
+    rows = [r for r in fp32["rows"] if r["number"] == "15"]
     assert [r["variant"] for r in rows] == ["tcec", "markidis", "nocorr", "tf32"]
     assert [r["cells"]["cuda"]["impl"] for r in rows] == \
-        ["cuda:14_tcec", "cuda:14_tcec-markidis", "cuda:14_tcec-nocorr", "cuda:14_tcec-tf32"]
-    assert rows[0]["cells"]["triton"]["impl"] == "triton:14_tcec" and rows[1]["cells"]["triton"] is None
+        ["cuda:15_tcec", "cuda:15_tcec-markidis", "cuda:15_tcec-nocorr", "cuda:15_tcec-tf32"]
+    assert rows[0]["cells"]["triton"]["impl"] == "triton:15_tcec" and rows[1]["cells"]["triton"] is None
     assert "(fp16x3-markidis)" in rows[1]["title"] and rows[0]["bought"] and not rows[1]["bought"]
-    assert all(r["variant"] == "" for r in fp32["rows"] if r["number"] not in ("14",))
+    assert all(r["variant"] == "" for r in fp32["rows"] if r["number"] not in ("15",))
 
 
 def test_variants_have_their_own_series():
-    assert variant_of("14", "cuda:14_tcec-markidis") == "markidis"
-    assert variant_of("14", "gluon:14_tcec") == ""
-    assert series_key("14", "triton:14_tcec-tf32") == "14-tf32"
+    assert variant_of("15", "cuda:15_tcec-markidis") == "markidis"
+    assert variant_of("15", "gluon:15_tcec") == ""
+    assert series_key("15", "triton:15_tcec-tf32") == "15-tf32"
     assert series_key("03", "cuda:03_smem_tiling") == "03"
     assert series_key("baseline", "triton:tuned-tf32x3") == "triton:tuned-tf32x3"
     styles = roofline.series_styles(prepare(fixture_rows()))
     looks = [(styles[k].colour, styles[k].marker) for k in styles]
     assert len(set(looks)) == len(looks), "two series would look the same on a figure"
-    assert [k for k in sorted(styles, key=lambda k: styles[k].order) if k.startswith("14")] == \
-        ["14", "14-markidis", "14-nocorr", "14-tf32"]
+    assert [k for k in sorted(styles, key=lambda k: styles[k].order) if k.startswith("15")] == \
+        ["15", "15-markidis", "15-nocorr", "15-tf32"]
 
 
 def test_one_interactive_roofline_per_precision_family(rendered):

@@ -146,27 +146,27 @@ def test_the_stage_before_is_the_nearest_in_the_same_precision():
     df, _ = load_results(H100 / "results.csv")
     rows = stage_chart._headline(df)
     before = {(n, d): stage_chart.previous(rows, BY_NUMBER[n], d) for n, d in
-              (("01", "fp32"), ("02", "fp32"), ("10", "fp16"), ("11", "fp16"), ("14", "fp32"), ("15", "fp16"))}
+              (("01", "fp32"), ("02", "fp32"), ("10", "fp16"), ("11", "fp16"), ("14", "fp16"), ("15", "fp32"))}
     assert {k: v.number if v else None for k, v in before.items()} == {
         ("01", "fp32"): None, ("02", "fp32"): "01", ("10", "fp16"): None, ("11", "fp16"): "10",
-        ("14", "fp32"): "09", ("15", "fp16"): "13"}
-    prev, bars = stage_chart.bars(rows, BY_NUMBER["15"], "fp16")
+        ("14", "fp16"): "13", ("15", "fp32"): "09"}
+    prev, bars = stage_chart.bars(rows, BY_NUMBER["14"], "fp16")
     assert [b["impl"] for b in bars if b["role"] != "this"] == [
         "cuda:13_swizzle", "triton:13_swizzle", "gluon:13_swizzle", "cublas"]
-    assert bars[0]["role"] == "previous" and bars[1]["impl"] == "cuda:15_wgmma"
+    assert bars[0]["role"] == "previous" and bars[1]["impl"] == "cuda:14_wgmma"
 
 
 def test_counters_leave_out_implausible_calls(monkeypatch):
     """A call the audit flags is kept out of the counters and named, with its reason."""
     df, _ = load_results(H100 / "results.csv")
-    flagged = ("cuda:15_wgmma", "fp16", 4096, 4096, 4096)
+    flagged = ("cuda:14_wgmma", "fp16", 4096, 4096, 4096)
     monkeypatch.setattr(audit, "implausible_calls", lambda report_dir: {flagged: "implied 4772 TFLOP/s"})
-    step = stage_chart.step(H100, df, BY_NUMBER["15"], 1980)
-    assert ("cuda:15_wgmma fp16 4096x4096x4096", "implied 4772 TFLOP/s") in step["left_out"]
-    fig = figure_json(str(step["tabs"][0]["html"]), "fig-step-15-fp16")
+    step = stage_chart.step(H100, df, BY_NUMBER["14"], 1980)
+    assert ("cuda:14_wgmma fp16 4096x4096x4096", "implied 4772 TFLOP/s") in step["left_out"]
+    fig = figure_json(str(step["tabs"][0]["html"]), "fig-step-14-fp16")
     tensor = next(t for t in fig if t.get("xaxis") == "x2" and t.get("legendgroup") == "this")
-    assert tensor["x"][tensor["y"].index("cuda:15_wgmma")] is None
-    assert tensor["x"][tensor["y"].index("triton:15_wgmma")] is not None
+    assert tensor["x"][tensor["y"].index("cuda:14_wgmma")] is None
+    assert tensor["x"][tensor["y"].index("triton:14_wgmma")] is not None
 
 
 def test_rows_show_the_headline_sizes_and_fold_the_rest(rendered):
@@ -193,13 +193,13 @@ def test_a_difference_inside_the_spread_is_called_a_tie():
     df, _ = load_results(H100 / "results.csv")
     cublas = df[(df["impl"] == "cublas") & (df["dtype"] == "fp16") & (df["M"] == 4096) & (df["N"] == 4096)
                 & (df["K"] == 4096)].iloc[[-1]]
-    twin = cublas.assign(impl="cuda:15_wgmma", stage="15", backend="cuda", baseline_impl="cublas", pct_cublas=100.4,
+    twin = cublas.assign(impl="cuda:14_wgmma", stage="14", backend="cuda", baseline_impl="cublas", pct_cublas=100.4,
                          tflops=cublas["tflops"] * 1.001)
-    far = twin.assign(impl="cuda:15_wgmma-1wg", tflops=cublas["tflops"] * 0.7, ms_p20=cublas["ms"] / 0.7 * 0.999,
+    far = twin.assign(impl="cuda:14_wgmma-1wg", tflops=cublas["tflops"] * 0.7, ms_p20=cublas["ms"] / 0.7 * 0.999,
                       ms_p80=cublas["ms"] / 0.7 * 1.001, ms=cublas["ms"] / 0.7)
-    rows = {r["impl"]: r for r in result_rows(pd.concat([cublas, twin, far]), BY_NUMBER["15"], max_clock=1980)}
-    assert rows["cuda:15_wgmma"]["pct"].endswith("(a tie)")
-    assert "tie" not in rows["cuda:15_wgmma-1wg"]["pct"]
+    rows = {r["impl"]: r for r in result_rows(pd.concat([cublas, twin, far]), BY_NUMBER["14"], max_clock=1980)}
+    assert rows["cuda:14_wgmma"]["pct"].endswith("(a tie)")
+    assert "tie" not in rows["cuda:14_wgmma-1wg"]["pct"]
 
 
 def test_links_resolve_and_nothing_is_external(rendered):
@@ -283,7 +283,7 @@ def test_pages_fit_twelve_screens_and_sources_are_never_clipped(rendered, tmp_pa
                     "return Array.from(document.querySelectorAll('.step .plotly-graph-div'))"
                     ".map(e => [e.id, e.querySelectorAll('.main-svg').length > 0])")
                 assert drawn and all(ok for _, ok in drawn), (p["href"], drawn)
-            if s.number == "15" and out.name.startswith("h100"):
-                driver.save_screenshot(str(tmp_path / "stage-15.png"))
+            if s.number == "14" and out.name.startswith("h100"):
+                driver.save_screenshot(str(tmp_path / "stage-14.png"))
     finally:
         driver.quit()

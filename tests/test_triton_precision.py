@@ -37,7 +37,7 @@ def _mma_types(m: str) -> tuple[str, list[str]]:
     return types[0], types[1:3] + [t for t in types[3:] if t != types[0]]
 
 
-# Stage 14's fp16 splits of fp32 inputs: their PTX must multiply fp16, never TF32.
+# Stage 15's fp16 splits of fp32 inputs: their PTX must multiply fp16, never TF32.
 FP16_SPLITS = ("fp16x3-tcec", "fp16x3-markidis", "fp16-inputs")
 # Half-precision labels: the operand type every MMA must take, and its accumulator.
 HALF = {"fp16/fp32acc": ("f16", "f32"), "bf16/fp32acc": ("bf16", "f32"), "fp16/fp16acc": ("f16", "f16"),
@@ -86,7 +86,7 @@ def test_every_unit_compiles_and_matches_its_label(impl_name, dtype, units):
     for u in us:
         assert not u.get("error"), f"{impl_name} {dtype} {u['kernel']} {u['constexprs']}: does not compile: {u['error']}"
         if precision != "fp32" and not u["dots"] and not u["mmas"]:
-            continue   # a pass that multiplies nothing (stage 14's line maxima): the label is about the products
+            continue   # a pass that multiplies nothing (stage 15's line maxima): the label is about the products
         products += 1
         why = judge_unit(precision, u)
         assert not why, f"{impl_name} {dtype} is labelled {precision}, but {u['kernel']} {u['constexprs']}: {why}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build every kernel, run the GPU equivalence tests (writing
-# reports/gpu-evidence.json), run the sweep, run stage 14's accuracy study, and pack reports/ into $OUT (the
+# reports/gpu-evidence.json), run the sweep, run stage 15's accuracy study, and pack reports/ into $OUT (the
 # report renders on any machine: python -m study.report; the GPU image lacks plotly).
 #
 #   STUDY_COMMIT=<sha> bash tools/gpu_run.sh [sweep args...]      (default: --quick, into reports/<gpu>/)
@@ -66,7 +66,7 @@ if [[ " $STEPS " == *" idle "* ]]; then
   python3 -m study.sweep --idle-timings --out "$GPU_DIR" 2>&1 | tee "$LOGS/idle.log" || status=1
 fi
 if [[ " $STEPS " == *" accuracy "* ]]; then
-  log "accuracy (stage 14, seed 002: error vs K, Figure 8)"
+  log "accuracy (stage 15, seed 002: error vs K, Figure 8)"
   read -ra ACCURACY_ARGS <<< "${STUDY_ACCURACY_ARGS:-}"
   python3 -m study.accuracy --out "$GPU_DIR" "${ACCURACY_ARGS[@]}" 2>&1 | tee "$LOGS/accuracy.log" || status=1
 fi

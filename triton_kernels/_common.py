@@ -171,7 +171,7 @@ def config_variants(configs, **constexprs) -> list[dict]:
     return [dict(c.kwargs, **constexprs, num_warps=c.num_warps, num_stages=c.num_stages) for c in configs]
 
 
-# --- exact power-of-two scaling for the fp16 splits of stage 14 -------------------------------------------
+# --- exact power-of-two scaling for the fp16 splits of stage 15 -------------------------------------------
 # An fp16 split (hi = fp16(x), lo = fp16((x - hi) 2^11)) holds x to ~22 bits only while |x| lies in about
 # [2^-14, 2^15]: above, hi overflows to inf; below, lo (then hi) falls into fp16's subnormals.  So every row of A
 # and every column of B is first multiplied by a power of two (exact) that puts its largest finite |x| in

@@ -6,7 +6,7 @@ Technique:  the Triton tutorial's matmul (03-matrix-multiplication): BLOCK_M x B
             tile shapes, pipeline depth and warps.  It is the bar the hand-written Triton stages climb to.
 Precision:  named, never defaulted.  tl.dot on fp32 inputs would silently use TF32; here the fp32 entry
             passes input_precision="ieee" (true fp32 FMA, no tensor cores), and a separate "tf32" entry asks
-            for TF32 by name, and a "tf32x3" entry (stage 14's baseline) asks for Triton's three-product TF32
+            for TF32 by name, and a "tf32x3" entry (stage 15's baseline) asks for Triton's three-product TF32
             split.  fp16/bf16 inputs accumulate in fp32 and round once at the store.
 """
 from __future__ import annotations
@@ -81,5 +81,5 @@ def gemm_tf32(p):
 
 
 def gemm_tf32x3(p):
-    """fp32 inputs as three TF32 products (Triton's own hi/lo split): stage 14's baseline (seed 002)."""
+    """fp32 inputs as three TF32 products (Triton's own hi/lo split): stage 15's baseline (seed 002)."""
     return _launch(p, "tf32x3")

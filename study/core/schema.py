@@ -55,7 +55,7 @@ TOLERANCE: dict[str, float] = {
     "fp64": 1e-12,                   # IEEE fp64 FMA (DMMA or DFMA): ~1e-15 over K <= 16384
     "int8/int32acc": 0.0,            # integer pairs are exact: compared bit for bit
     "uint8/int32acc": 0.0,
-    # Stage 14 (seed 002): fp32 inputs computed on tensor cores from split operands.  The TCEC and 3xTF32
+    # Stage 15 (seed 002): fp32 inputs computed on tensor cores from split operands.  The TCEC and 3xTF32
     # splits must be as accurate as fp32 SIMT; Markidis-style accumulation inside the tensor cores and the
     # uncorrected fp16 rounding are the measurably worse variants the study exists to show.
     "fp16x3-tcec": 2e-5,

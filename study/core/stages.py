@@ -163,26 +163,26 @@ STAGES: tuple[Stage, ...] = (
                 "gluon": ("128-byte NVMMASharedLayout swizzle: load conflicts under 1% of wavefronts", "ld")},
     ),
     Stage(
-        "14", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",
-        "seed 002 (Ootomo & Yokota 2022, section 4.4, eqs. (6)-(7))",
-        "Each fp32 operand is split into an fp16 high part and a scaled fp16 low part; three fp16 tensor-core "
-        "products (hi*hi, lo*hi, hi*lo) rebuild the fp32 product, and hi*hi is summed outside the tensor cores "
-        "in round-to-nearest fp32.  Variants show what the correction and the rounding buy.",
-        notes={"triton": "no handle on the MMA chain below one tl.dot: hi*hi is promoted once per k-tile, the "
-                         "scaled corrections folded into the same chunk, and every product waits (wait_group 0)",
-               "gluon": "gluon:14_tcec is the WMMAe mapping on mma_v2 (issue-bound); gluon:14_tcec-wgmma drains "
-                        "the tensor pipe once per k-tile, where the CUDA stage overlaps the next tile's split"},
-        # Seed 002, Section 4.4.1 and Figure 7: "dividing the theoretical peak performance of FP16-TC ... by 3".
-        fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
-    ),
-    Stage(
-        "15", "wgmma", "wgmma fed by TMA: warp-specialized, persistent, clustered",
+        "14", "wgmma", "wgmma fed by TMA: warp-specialized, persistent, clustered",
         "no seed covers Hopper (seed 000 stops at mma.sync, stage 13); its anchors: pranjalssh/fast.cu, "
         "the Gluon tutorials 07-08, ThunderKittens' H100 levels",
         "Hopper's warpgroup MMA reads both operands straight from 128-byte-swizzled shared memory that TMA "
         "fills; each form adds one technique: one warpgroup, then a producer warpgroup feeding two consumer "
         "warpgroups (setmaxnreg), then a persistent grid whose ring runs on across tiles, then clusters of two "
         "blocks sharing B by TMA multicast, then D out through shared memory (stmatrix) and TMA stores.",
+    ),
+    Stage(
+        "15", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",
+        "seed 002 (Ootomo & Yokota 2022, section 4.4, eqs. (6)-(7))",
+        "Each fp32 operand is split into an fp16 high part and a scaled fp16 low part; three fp16 tensor-core "
+        "products (hi*hi, lo*hi, hi*lo) rebuild the fp32 product, and hi*hi is summed outside the tensor cores "
+        "in round-to-nearest fp32.  Variants show what the correction and the rounding buy.",
+        notes={"triton": "no handle on the MMA chain below one tl.dot: hi*hi is promoted once per k-tile, the "
+                         "scaled corrections folded into the same chunk, and every product waits (wait_group 0)",
+               "gluon": "gluon:15_tcec is the WMMAe mapping on mma_v2 (issue-bound); gluon:15_tcec-wgmma drains "
+                        "the tensor pipe once per k-tile, where the CUDA stage overlaps the next tile's split"},
+        # Seed 002, Section 4.4.1 and Figure 7: "dividing the theoretical peak performance of FP16-TC ... by 3".
+        fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
     ),
 )
 

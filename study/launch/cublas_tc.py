@@ -59,7 +59,7 @@ def gemm_int8_rowmajor(p):
     _int_mm(p, *_int8_operands(p, b_col_major=False))
 
 
-# --- fp32 emulated by bf16 GEMMs (the fp32-emulation shootout of stage 14) -------------------------------------
+# --- fp32 emulated by bf16 GEMMs (the fp32-emulation shootout of stage 15) -------------------------------------
 # cuBLAS's own recipe (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUDA 12.9) runs only on Blackwell; this is the same
 # recipe composed from cuBLAS bf16 GEMMs, as a library user on Hopper would: x = x0 + x1 + x2, each part bf16
 # (round to nearest, the differences exact in fp32), every product a cuBLAS GEMM with fp32 output (summed inside the

@@ -195,8 +195,8 @@ _TMA_DTYPES = {1: "uint8", 2: "uint16", 4: "uint32"}     # the copy engine moves
 
 def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]):
     """A TMA descriptor of the row-major matrix t (rows may be padded) in boxes of box = (rows, cols), with the
-    128-byte swizzle and 256-byte L2 promotion (128 bytes, Triton's choice, measured no different for stage 15:
-    docs/15_wgmma.md); elements outside t read as zeros.  The copy engine needs a 16-byte aligned start and row pitch (a
+    128-byte swizzle and 256-byte L2 promotion (128 bytes, Triton's choice, measured no different for stage 14:
+    docs/14_wgmma.md); elements outside t read as zeros.  The copy engine needs a 16-byte aligned start and row pitch (a
     single row's pitch is never used, so it is rounded up here)."""
     import numpy as np
     from cuda.core._tensor_map import TensorMapL2Promotion, TensorMapSwizzle   # not re-exported in cuda.core 1.2

@@ -355,7 +355,7 @@ class CudaModelDispatch(CudaDispatch):
     """Tile shapes of one persistent kernel, chosen by a model of a call's time: its waves (blocks over the SMs,
     one block an SM, a cluster's pad tile counted) x the tile's outputs x the choice's `cost`, its measured time
     per output at equal waves relative to the others'.  A bigger tile moves fewer operand bytes per output, so it
-    wins where its waves are not much worse (stage 15: docs/15_wgmma.md, "A 256x192 tile ...")."""
+    wins where its waves are not much worse (stage 14: docs/14_wgmma.md, "A 256x192 tile ...")."""
     cost: tuple[float, ...] = ()
 
     def modelled(self, c: CudaLaunch, M: int, N: int, sms: int) -> float:

@@ -3,7 +3,7 @@ and fp16 tensor cores.  Per ladder, a headline sentence, a table (stage | what i
 of cuBLAS, each value with its spread) and a log-scale chart whose steps are in stage order, for the landing page
 (interactive) and the README (a static PNG).
 
-A stage's step is its registered main form, `<backend>:<stage key>` (no variant), so stage 15's intermediate
+A stage's step is its registered main form, `<backend>:<stage key>` (no variant), so stage 14's intermediate
 forms never follow its final one.  Rows of another precision than the ladder's (split fp32) are kept apart: their own
 table rows and their own markers, off the line.  Every number comes from results.csv (study.present.spread).
 """

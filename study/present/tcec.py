@@ -1,4 +1,4 @@
-"""Stage 14's section of the report (seed 002's TCEC): its error against K per input distribution (accuracy.csv:
+"""Stage 15's section of the report (seed 002's TCEC): its error against K per input distribution (accuracy.csv:
 relative Frobenius, median elementwise and componentwise errors), each fp32-labelled method's claims against
 cuBLAS SGEMM per distribution and metric (its error over SGEMM's on the same inputs: beats, ties or loses, said in
 a table and in sentences, never by hand), each variant's error as a multiple of the TCEC method's, speed
@@ -30,7 +30,7 @@ from study.present.tcec_figures import pareto_front
 from study.present.ladder import compact
 
 NUMBER = stages.stage("tcec").number
-ID, NAV, TEMPLATE = "tcec", "Stage 14: TCEC", "tcec.html.j2"
+ID, NAV, TEMPLATE = "tcec", "Stage 15: TCEC", "tcec.html.j2"
 FILES = ("accuracy.csv", "fig8.csv")
 ACC_NUMERIC = ("M", "N", "K", "relerr", "median_relerr", "componentwise", "nonfinite")
 FIG8_NUMERIC = ("batch", "M", "N", "K", "ms", "reps", "tflops", "sgemm_tflops", "x_sgemm", "relerr", "median_relerr",
@@ -68,7 +68,7 @@ PAPER = {
 
 
 def _method_order(stage: str, backend: str, method: str) -> tuple:
-    """Stage 14 first (CUDA, Triton, Gluon; the method before its variants), then the baselines by name."""
+    """Stage 15 first (CUDA, Triton, Gluon; the method before its variants), then the baselines by name."""
     backends = list(BACKEND_NAMES)
     return (stage != NUMBER, backends.index(backend) if backend in backends else len(backends),
             variant_of(stage, method) != "", method)
@@ -258,7 +258,7 @@ def accuracy_tables(acc: pd.DataFrame) -> list[dict]:
 
 
 def worse_rows(acc: pd.DataFrame) -> tuple[list[str], list[dict]]:
-    """Each stage-14 variant's relative error as a multiple of the TCEC method's, per backend, distribution
+    """Each stage-15 variant's relative error as a multiple of the TCEC method's, per backend, distribution
     and K: how much the correction (nocorr), the rounding outside the tensor cores (markidis) and the split
     type (tf32) are worth."""
     s14 = acc[(acc["stage"] == NUMBER) & (acc["error"] == "")].dropna(subset=["K"])
@@ -290,7 +290,7 @@ def worse_rows(acc: pd.DataFrame) -> tuple[list[str], list[dict]]:
 
 
 def pareto_points(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """fp32-input rows of stage 14 and the baselines at one square shape (4096^3 when stage 14 has it, else
+    """fp32-input rows of stage 15 and the baselines at one square shape (4096^3 when stage 15 has it, else
     the largest square it has), with both TFLOP/s and relerr measured."""
     d = df[(df["dtype"] == "fp32") & df["stage"].isin({NUMBER, "baseline"}) & (df["M"] == df["N"])
            & (df["N"] == df["K"])]
@@ -403,8 +403,8 @@ def _provenance(t: pd.DataFrame | None) -> str:
 
 
 def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict | None:
-    """Stage 14's section: None when there is nothing of stage 14 to show (no accuracy.csv, no fig8.csv, no
-    stage-14 rows in results.csv); otherwise everything that is there, and a note for what is not."""
+    """Stage 15's section: None when there is nothing of stage 15 to show (no accuracy.csv, no fig8.csv, no
+    stage-15 rows in results.csv); otherwise everything that is there, and a note for what is not."""
     for name in PNGS:
         (report_dir / name).unlink(missing_ok=True)
     acc, notes = load_table(report_dir / "accuracy.csv", ACCURACY_COLUMNS, ACC_NUMERIC)
@@ -419,7 +419,7 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
     if f8 is None:
         notes.append("no fig8.csv in this directory (python -m study.accuracy without --no-fig8 writes it)")
     if points.empty:
-        notes.append("results.csv has no stage-14 rows with TFLOP/s and relerr, so there is no Pareto plot")
+        notes.append("results.csv has no stage-15 rows with TFLOP/s and relerr, so there is no Pareto plot")
     panels = pareto_panels(points, acc)
     if not points.empty and not panels:      # no accuracy.csv row of these methods: the sweep's own randn relerr
         panels = [{"dist": "", "label": f"randn inputs at {shape} (results.csv)", "k": None, "sizes": [],

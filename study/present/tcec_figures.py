@@ -1,5 +1,5 @@
-"""Stage 14's figures (seed 002's TCEC): error against K, speed against accuracy with its Pareto front, and
-seed 002's Figure 8 on this GPU.  study/present/tcec.py puts them on the report's stage-14 section.
+"""Stage 15's figures (seed 002's TCEC): error against K, speed against accuracy with its Pareto front, and
+seed 002's Figure 8 on this GPU.  study/present/tcec.py puts them on the report's stage-15 section.
 
 Styles follow study/present/figures.py: the baselines keep their colours and markers, line styles the backend.
 """
@@ -36,7 +36,7 @@ def pareto_front(points: pd.DataFrame, x: str = "tflops", y: str = "relerr") -> 
 
 
 def method_family(stage: str, method: str) -> str:
-    """What a method computes, whatever its backend: a stage-14 variant ("14 tcec", "14 markidis") or the
+    """What a method computes, whatever its backend: a stage-15 variant ("14 tcec", "14 markidis") or the
     baseline's own name; colours follow the family, line styles the backend."""
     if stage == "baseline" or not stage:
         return method

@@ -291,7 +291,7 @@ def rank1_updates(acc, a_tile, b_tile, L: gl.constexpr, LT: gl.constexpr, BK: gl
 def ring_prologue(ISSUE: gl.constexpr, As, Bs, A, a_rows, a_k, a_in_m, B, b_k, b_cols, b_in_n, lda, ldb, K,
                   k_tiles, full_n, BK: gl.constexpr, STAGES: gl.constexpr):
     """Start a cp.async ring of STAGES slots (As, Bs: one allocation each): tiles 0 .. STAGES-2 in flight,
-    copied by ISSUE (issue_tile_a_t, or a copy with the same arguments: stage 14's).  Every step commits one
+    copied by ISSUE (issue_tile_a_t, or a copy with the same arguments: stage 15's).  Every step commits one
     group, empty or not, so tile t is always group t and "at most STAGES-2 groups pending" always means the
     tile about to be used has landed."""
     for t in gl.static_range(STAGES - 1):

@@ -1,4 +1,4 @@
-"""Stage 14 (Triton) - TCEC: fp32 GEMM on fp16 tensor cores with error correction.
+"""Stage 15 (Triton) - TCEC: fp32 GEMM on fp16 tensor cores with error correction.
 
 Technique:  each fp32 input x is split in registers into two fp16 numbers, hi = fp16(x) and
             lo = fp16((x - hi) * 2^11), so that x = hi + lo / 2^11 to about 22 bits.  D = A @ B becomes
@@ -180,7 +180,7 @@ def _configs(split: str) -> list:
 
 
 def _launch(p, split: str):
-    check_grid(f"triton:14_tcec ({split})", max_tiles(p, _configs(split)))
+    check_grid(f"triton:15_tcec ({split})", max_tiles(p, _configs(split)))
     tuned = _tuned_tf32 if split == "tf32" else _tuned_fp16
     return launch_autotuned(tcec_kernel, tuned, p, INTERPRETER_CONFIG, AMAX=tcec_amax(p), SPLIT=split)
 

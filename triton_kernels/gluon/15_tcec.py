@@ -1,4 +1,4 @@
-"""Stage 14 (Gluon) - TCEC: fp32 GEMM on fp16 tensor cores with error correction, split in registers (WMMAe).
+"""Stage 15 (Gluon) - TCEC: fp32 GEMM on fp16 tensor cores with error correction, split in registers (WMMAe).
 
 Technique:  one program (8 warps) owns a 128x128 tile of D; warps form 2 x 4, each holding 64x32 as 4 x 4
             mma.sync m16n8k16 tiles.  K moves BK = 32 at a time through a 3-slot ring of fp32 A and B tiles
@@ -29,7 +29,7 @@ Range:      fp32's, as the Triton form.  tcec_amax (a Triton pass over A and B) 
             row's (or column's) largest |x| loses relative precision in fp16's subnormals.  Rows and columns
             holding an inf or a NaN are recomputed in fp32 FMAs (fixup_kernel, a second launch), so inf and
             NaN come out as SGEMM's.  gemm_tf32 needs no scaling, only that recomputation.
-gemm_tcec_wgmma (gluon:14_tcec-wgmma): the CUDA stage's mapping on wgmma, two warpgroups of 64x128.  A is
+gemm_tcec_wgmma (gluon:15_tcec-wgmma): the CUDA stage's mapping on wgmma, two warpgroups of 64x128.  A is
             split in wgmma's register-A layout; B, scaled, once per program into double-buffered fp16 hi/lo tiles
             (128-byte swizzle), while the tensor cores run the previous k-tile.  Every k-tile ends in
             warpgroup_mma_wait(0), so the tensor pipe drains once per 32 k.
@@ -436,8 +436,8 @@ def _launch(p, entry: str):
     # scheduled the main loop (gemm_tf32 lost 14% on an H100) and made it spill.
     meta = variants(entry)[0]
     amax = tcec_amax(p)
-    kernel = launch_tiles(f"gluon:14_tcec ({entry})", tcec_kernel, p, {**meta, "LD4": ld4}, AMAX=amax)
-    launch_tiles(f"gluon:14_tcec ({entry})", fixup_kernel, p, dict(BM=meta["BM"], BN=meta["BN"],
+    kernel = launch_tiles(f"gluon:15_tcec ({entry})", tcec_kernel, p, {**meta, "LD4": ld4}, AMAX=amax)
+    launch_tiles(f"gluon:15_tcec ({entry})", fixup_kernel, p, dict(BM=meta["BM"], BN=meta["BN"],
                  GROUP_M=meta["GROUP_M"], num_warps=meta["num_warps"]), AMAX=amax)
     return kernel
 
@@ -459,7 +459,7 @@ def gemm_tf32(p):
 
 
 def gemm_tcec_wgmma(p):
-    """fp16x3-tcec on wgmma (sm_90 only): registered as gluon:14_tcec-wgmma."""
+    """fp16x3-tcec on wgmma (sm_90 only): registered as gluon:15_tcec-wgmma."""
     return _launch(p, "gemm_tcec_wgmma")
 
 

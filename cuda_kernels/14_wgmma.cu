@@ -1,4 +1,4 @@
-// Stage 15 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent.
+// Stage 14 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent.
 //
 // Technique:   wgmma.mma_async (sm_90a): a warpgroup (4 warps) multiplies a 64x16 tile of A by a 16x256 tile
 //              of B straight out of shared memory, asynchronously, into a 64x256 fp32 accumulator (128
@@ -33,7 +33,7 @@
 //              stage 13's TMA form 476.1 (64%; 83%) -> -1wg 486.2 (65%; 56%: one warpgroup waits on its own
 //              wgmmas) -> -ws 646.3 (87%; 79%: two consumers keep the pipe fed) -> -persistent 653.2 (88%; 82%)
 //              -> -cluster 657.9 (88%; 81%, L2 bytes 1.45 -> 1.37 GB) -> with the TMA-store epilogue and a
-//              balanced grid instead, cuda:15_wgmma: 743.5 (99.98%; 94.3%, cuBLAS's 95.0%), 671.7 at 8192^3
+//              balanced grid instead, cuda:14_wgmma: 743.5 (99.98%; 94.3%, cuBLAS's 95.0%), 671.7 at 8192^3
 //              (100.3%, wgmma_wide's tiles); bf16 765.1 (101.5%) and 699.1 (99.2%).  H200: 98.6-102.7%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
@@ -53,7 +53,7 @@ namespace {
 
 // GROUP_M 16: a wave of 132 tiles covers about 16 x 8 of them (2048 x 2112 of D), whose operands are fewer bytes
 // than with 8 (1024 x 4224) or 32 (4096 x 1056).  ncu at 4096^3 fp16: DRAM reads 0.187 -> 0.148 GB; the probe:
-// 0.3-2.3 points faster at three of the four target points (docs/15_wgmma.md, "GROUP_M, skewed consumers").
+// 0.3-2.3 points faster at three of the four target points (docs/14_wgmma.md, "GROUP_M, skewed consumers").
 constexpr int BK = 64, GROUP_M = 16;
 
 // CONSUMERS warpgroups of 64 x WG_M rows each (WG_M wgmmas of m64nBN a k16 step); PRODUCER_WG: a separate
@@ -199,7 +199,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[ACC], int row0, in
 // buffers, and a buffer is rewritten once the store two pieces ago has read it.  `first` is the parity of the
 // pieces this warpgroup stored before, over all its tiles: a tile whose rows end inside it stores an odd count
 // (256x192 tiles, 3 pieces per m64 block), and a count restarted per tile then rewrote the buffer that the last
-// store could still be reading (wrong rows at 5000x7000x64, found on the H200: docs/15_wgmma.md).
+// store could still be reading (wrong rows at 5000x7000x64, found on the H200: docs/14_wgmma.md).
 template <class C, class T, bool HAS_C, int ACC>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC], uint32_t bufs, int first,
                                                const CUtensorMap& map_d, int row0, int col0, int warp, int lane,
@@ -457,8 +457,8 @@ using Wide = Cfg<2, true, 3, 2, true, 192, 2>;
 WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_wide, Wide, PAIRS_OF_2)
 
 #ifdef WGMMA_EXPLORE
-using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; docs/15_wgmma.md: no faster)
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_cltma, ClusteredTma, PAIRS_OF_2)
-using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; docs/15_wgmma.md)
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x15_t256, WideAlone, )
+using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; docs/14_wgmma.md: no faster)
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_cltma, ClusteredTma, PAIRS_OF_2)
+using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; docs/14_wgmma.md)
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_t256, WideAlone, )
 #endif

@@ -1,8 +1,8 @@
-"""Stage 15 (Triton) - wgmma fed by TMA, persistent: in Triton, stage 13's kernel is already this rung.
+"""Stage 14 (Triton) - wgmma fed by TMA, persistent: in Triton, stage 13's kernel is already this rung.
 
 Technique:  the persistent, TMA-fed, 128B-swizzled wgmma kernel of triton_kernels/13_swizzle.py
             (tma_persistent_kernel, 128x256x64, 8 warps, 3 slots; its pointer path for operands TMA cannot
-            take), run under stage 15's name.  Triton emits wgmma on Hopper whatever the stage asks for, and
+            take), run under stage 14's name.  Triton emits wgmma on Hopper whatever the stage asks for, and
             feeds it from TMA and a compiler-pipelined ring of mbarrier-guarded slots: the Hopper instruction
             and the copy engine were already there at stage 13.  What Triton does not do there is split the
             program into a producer and consumer warpgroups, the technique the CUDA and Gluon forms add here.
@@ -12,9 +12,9 @@ Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Its anchors: Tr
 Changed:    nothing in the kernel against stage 13; the stage's Triton column shows what the compiler gives
             without hand-written partitions, beside the CUDA and Gluon forms that write them.
 Why faster: it is not faster than stage 13 (it is the same kernel): the comparison this stage makes is
-            against cuda:15_wgmma and gluon:15_wgmma.  Under this name it measured 98.2-100.7% of cuBLAS on an H100
+            against cuda:14_wgmma and gluon:14_wgmma.  Under this name it measured 98.2-100.7% of cuBLAS on an H100
             (fp16 and bf16, 4096^3 and 8192^3; reports/h100/results.csv).
-Warp specialization, tried (Triton 3.6, sm_90a; docs/15_wgmma.md): tl.range(warp_specialize=True)
+Warp specialization, tried (Triton 3.6, sm_90a; docs/14_wgmma.md): tl.range(warp_specialize=True)
             changes nothing at 8 warps or with flatten=True.  At num_warps=4, an unflattened tile loop,
             device-side descriptors (tl.make_tensor_descriptor) and a whole-tile epilogue, the compiler does
             build a producer warpgroup and two consumer warpgroups (setmaxnreg 40/232, 8 wgmma m64n256k16 a

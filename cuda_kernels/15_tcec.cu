@@ -1,4 +1,4 @@
-// Stage 14 - TCEC: fp32 GEMM on fp16 tensor cores with error correction.
+// Stage 15 - TCEC: fp32 GEMM on fp16 tensor cores with error correction.
 //
 // Technique:   every fp32 operand x is split into hi = fp16(x) and lo = fp16((x - hi) * 2^11), and the fp32
 //              product is rebuilt from three fp16 tensor-core products:
@@ -24,7 +24,7 @@
 //              split of every operand.
 // Why faster:  3 fp16 products at cuBLAS's ~780 TFLOP/s fp16 rate bound this at ~260 TFLOP/s of fp32 work,
 //              5x SGEMM's ~51.  Measured: 135.3 TFLOP/s at 4096^3 on an H100, 2.62x cuBLAS SGEMM, the scaling
-//              pass included (reports/h100/results.csv); tuning steps and the run before that pass: docs/14_tcec.md.
+//              pass included (reports/h100/results.csv); tuning steps and the run before that pass: docs/15_tcec.md.
 //
 // Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's chunks that cross or lie
 //              past M or K go by 4-byte copies that zero-fill (cp.async's src-size; no out-of-range address is

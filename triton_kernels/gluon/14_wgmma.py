@@ -1,4 +1,4 @@
-"""Stage 15 (Gluon) - wgmma fed by TMA: warp-specialized, persistent (the Hopper rung).
+"""Stage 14 (Gluon) - wgmma fed by TMA: warp-specialized, persistent (the Hopper rung).
 
 Technique:  warpgroup_mma (wgmma.mma_async, sm_90a) reads A and B straight from shared memory that TMA fills,
             into fp32 accumulators held in registers.  gl.warp_specialize splits a program into three
@@ -15,7 +15,7 @@ Reproduces: no seed covers Hopper (seed 000 stops at mma.sync).  Its anchors: pr
             H100 ladder (wgmma + TMA, then producer/consumer warpgroups, then a persistent grid) and the
             Gluon tutorials 07-persistence and 08-warp-specialization (triton-lang/triton,
             python/tutorials/gluon): their mbarrier ready/empty ring and partition split, applied to Hopper's
-            wgmma.  Same mapping as cuda_kernels/15_wgmma.cu (wgmma_tma: persistent, TMA-store epilogue).
+            wgmma.  Same mapping as cuda_kernels/14_wgmma.cu (wgmma_tma: persistent, TMA-store epilogue).
 Changed:    from Gluon 13: cp.async by every thread -> TMA by one warp; ldmatrix + mma_v2 m16n8k16 from
             registers -> wgmma from shared memory (no fragment loads); one program per tile -> one per SM;
             a thread barrier per k-tile -> mbarriers between partitions; 8 warps in one role -> a loader
