@@ -57,6 +57,21 @@ def test_a_missing_marker_is_reported_not_guessed():
     assert any("1 marker kernels for 2 profiled calls" in n for n in notes)
 
 
+
+def test_range_replay_gives_each_call_one_row_in_order():
+    """A chain of library calls is profiled as one range: record i is call i, kernel "range"; a range short is
+    named in the notes."""
+    lines = ["PROFILED " + json.dumps(["cublas:bf16x6", "fp32", 64, 64, 64]),
+             "PROFILED " + json.dumps(["cublas:bf16x9", "fp32", 64, 64, 64]),
+             ",".join(HEADER), ",".join(UNITS), _row(0, "range", 2_000_000, 1e6), _row(1, "range", 3_000_000, 2e6)]
+    rows, notes = profile.parse("\n".join(lines), ranges=True)
+    assert [(r["impl"], r["kernel"], r["time_ms"]) for r in rows] == [
+        ("cublas:bf16x6", "range", 2.0), ("cublas:bf16x9", "range", 3.0)] and not notes
+    _, notes = profile.parse("\n".join(lines[:-1]), ranges=True)
+    assert any("1 ranges for 2 profiled calls" in n for n in notes)
+    # The chains named are registered implementations.
+    assert set(profile.RANGE_PROFILED) <= {i.name for i in __import__("study").implementations()}
+
 def _profile_frame() -> pd.DataFrame:
     rows, _ = profile.parse(_ncu_text())
     df = pd.DataFrame(rows)

@@ -13,6 +13,11 @@ compiles and autotunes there), then profiles one call.  Each profiled range open
 name, attributed to its implementation.  ncu runs with `--clock-control none` (the clocks the sweep sees) and
 its default cache control (caches flushed before each replay pass: DRAM bytes are cold-cache bytes).
 
+A chain of library calls (RANGE_PROFILED) is profiled as one range instead (`--replay-mode range`): one
+row, kernel "range", whose counters are those of the whole chain as it runs, the write-back of each kernel's
+output by the next included (timed alone on flushed caches, each kernel leaves its dirty lines uncounted).  Its
+time also holds the GPU's idle gaps between the chain's launches.
+
 reports/profile.csv, one row per kernel (PROFILE_COLUMNS).  Shared-memory bytes are LSU wavefronts x 128 B:
 the load/store path only, an upper bound per wavefront; wgmma's operand reads from shared memory and TMA's
 writes into it do not pass through the LSU and are not counted.  `--stalls` adds the issue-stall reasons and
@@ -73,6 +78,13 @@ STALL_METRICS = {
 }
 PROFILE_COLUMNS = (*PROFILE_COLUMNS[:-2], *STALL_METRICS, *PROFILE_COLUMNS[-2:])
 TIME_METRIC = METRICS["time_ms"]
+# Issue-slot use, one of the stall counters, is in every profile: the Hopper rung's forms are told apart by it.
+ALWAYS = ("issue_pct",)
+# Profiled as one range: cuBLAS's composed recipes, 21 and 24 kernels, most of them memory-bound elementwise
+# splits and sums.  Timed one by one on flushed caches they summed to 0.84x and 0.82x of their sweep rows at
+# 4096^3 on an H100; as one range, 1.12x and 1.05x, with 1.58 GB of DRAM writes for bf16x6 against 0.81 GB
+# summed over its kernels (docs/method.md, "cuBLAS's composed bf16 recipes").
+RANGE_PROFILED = ("cublas:bf16x6", "cublas:bf16x9")
 TO_MS = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "s": 1e3, "second": 1e3}
 
 
@@ -164,9 +176,10 @@ def _kernels(text: str) -> list[dict] | None:
     return out
 
 
-def parse(text: str) -> tuple[list[dict], list[str]]:
+def parse(text: str, ranges: bool = False) -> tuple[list[dict], list[str]]:
     """(kernel rows, notes) from the child's stdout under ncu: PROFILED lines in launch order, then ncu's raw
-    CSV page (header, units, one row per kernel); rows are attributed by the marker kernels."""
+    CSV page (header, units, one row per kernel); rows are attributed by the marker kernels.  ranges: ncu ran
+    in range replay, one record per profiled call, in order."""
     names = [json.loads(x) for x in _lines(text, "PROFILED")]
     notes = ["skipped " + " ".join(map(str, json.loads(x))) for x in _lines(text, "SKIPPED")]
     kernels = _kernels(text)
@@ -175,7 +188,9 @@ def parse(text: str) -> tuple[list[dict], list[str]]:
     rows, case = [], -1
     for rec in kernels:
         kernel = rec["Kernel Name"]
-        if kernel.startswith(MARKER):
+        if ranges:
+            case += 1
+        elif kernel.startswith(MARKER):
             case += 1
             continue
         if not 0 <= case < len(names):
@@ -188,7 +203,7 @@ def parse(text: str) -> tuple[list[dict], list[str]]:
         row["smem_bytes"] = 128 * ((ld or 0) + (st or 0)) if ld is not None or st is not None else None
         rows.append(row)
     if case + 1 != len(names):
-        notes.append(f"{case + 1} marker kernels for {len(names)} profiled calls")
+        notes.append(f"{case + 1} {'ranges' if ranges else 'marker kernels'} for {len(names)} profiled calls")
     return rows, notes
 
 
@@ -209,7 +224,7 @@ def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, 
     import torch
     have = available_metrics(ncu)
     # launch__* are launch attributes, not counters: --query-metrics does not list them, the raw page has them.
-    wanted = [*METRICS.values(), *(STALL_METRICS.values() if stalls else ())]
+    wanted = [*METRICS.values(), *(STALL_METRICS[c] for c in STALL_METRICS if stalls or c in ALWAYS)]
     metrics = [m for m in wanted if not have or m.startswith("launch__") or m.split(".")[0] in have]
     missing = sorted(set(wanted) - set(metrics))
     all_cases = cases(n, ragged, impls, **only)
@@ -224,8 +239,10 @@ def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, 
             kept = [r for r in csv.DictReader(f) if r["impl"] not in profiled]
     # One ncu process per (shape, backend), the n^3 calls first, and the file rewritten after each: a child
     # stays short, a failure stays local, and a run cut short by a time limit keeps what it measured.
-    chunks = [[c for c in all_cases if (c[2:] == (n, n, n)) == square and registry.get(c[0]).backend == b]
+    chunks = [[c for c in all_cases if (c[2:] == (n, n, n)) == square and registry.get(c[0]).backend == b
+               and c[0] not in RANGE_PROFILED]
               for square in (True, False) for b in sorted({registry.get(c[0]).backend for c in all_cases})]
+    chunks.append([c for c in all_cases if c[0] in RANGE_PROFILED])
     # Autotuned kernels pick their config outside the profiler: its interception slows every launch, which skews
     # the autotuner's timings (seen: triton:tuned fp16 picked a config 1.27x slower than the sweep's under ncu).
     # A first pass without ncu tunes and caches the choice (Triton's autotuning cache), the profiled pass reuses it.
@@ -233,11 +250,13 @@ def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, 
     for chunk in [c for c in chunks if c]:
         child_cmd = [sys.executable, "-m", "study.profile", "--child", json.dumps(chunk)]
         subprocess.run(child_cmd, capture_output=True, text=True, cwd=ROOT, env=env)
-        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
-               "--metrics", ",".join(metrics), *child_cmd]
+        ranges = chunk[0][0] in RANGE_PROFILED   # range replay defines its ranges by the profiler's start/stop
+        replay = ["--replay-mode", "range"] if ranges else ["--profile-from-start", "off"]
+        cmd = [ncu, "--clock-control", "none", *replay, "--csv", "--page", "raw",
+               "--metrics", ",".join(m for m in metrics if not (ranges and m.startswith("launch__"))), *child_cmd]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
-        got, more = parse(proc.stdout)
-        what = f"{registry.get(chunk[0][0]).backend} at {'x'.join(map(str, chunk[0][2:]))}"
+        got, more = parse(proc.stdout, ranges)
+        what = "the ranges" if ranges else f"{registry.get(chunk[0][0]).backend} at {'x'.join(map(str, chunk[0][2:]))}"
         if proc.returncode:
             more.append(f"ncu over the {what} chunk exited {proc.returncode}: {proc.stderr[-500:]}")
         rows += got
