@@ -250,6 +250,10 @@ def _wgmma_stage() -> list[Impl]:
     return [
         *(_tc_impl(f"cuda:{s.key}{suffix}", "cuda", s, HALF_IO, launch, _cuda_sources(src), f"{s.title} ({title})")
           for suffix, launch, title in forms),
+        # Triton's forms, named for what the compiler made of them (triton_kernels/14_wgmma.py): TMA + wgmma one
+        # program per tile, and stage 13's persistent kernel, the registered best.
+        _tc_impl(f"triton:{s.key}-tma", "triton", s, HALF_IO, TritonLaunch(s.key, "gemm_tma"),
+                 _triton_sources(s.key, "13_swizzle"), f"{s.title} (TMA, one program per tile)"),
         _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, "13_swizzle")),
         # Gluon's form borrows stage 13's TMA checks (Triton file) and its fallback (Gluon file).
         _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),

@@ -71,3 +71,35 @@ def test_interpreter_bf16_dot_is_broken():
     ref = a.double() @ b.double()
     relerr = float((z.double() - ref).norm() / ref.norm())
     assert relerr > 1.0, f"bf16 tl.dot is now right under the interpreter (relerr {relerr:.1e}): drop BF16_XFAIL"
+
+
+def _tma_forms() -> list[str]:
+    """The Triton implementations with a TMA path (their module checks operands with tma_ok)."""
+    import importlib
+
+    import study
+    return [i.name for i in study.implementations() if i.backend == "triton" and "fp16" in i.dtypes
+            and hasattr(importlib.import_module(f"triton_kernels.{i.launch.module}"), "tma_ok")]
+
+
+@pytest.mark.parametrize("beta", [0.0, -0.75])
+@pytest.mark.parametrize("M,N,K", [(33, 45, 70), (130, 260, 72)])
+@pytest.mark.parametrize("impl_name", _tma_forms())
+def test_tma_path_interpreted(impl_name, M, N, K, beta, monkeypatch):
+    """SHAPES above give odd row pitches, which send the TMA forms to their pointer path: here every operand has a
+    16-byte pitch (ragged M, N, K; one tile, and tiles hanging over every edge), so the descriptor kernels run,
+    and the pointer kernel is made to fail if called."""
+    import importlib
+
+    import study
+    from study.core.verify import make_inputs, pitched16, run_and_judge
+    stage13 = importlib.import_module("triton_kernels.13_swizzle")
+
+    class NoPointerPath:
+        def __getitem__(self, grid):
+            raise AssertionError(f"{impl_name}: aligned operands took the pointer path")
+    monkeypatch.setattr(stage13, "pointer_kernel", NoPointerPath())
+    x = make_inputs(M, N, K, "fp16", "cpu", 2.5, beta)
+    x.a, x.b, x.c, x.out = (pitched16(t) if t is not None else None for t in (x.a, x.b, x.c, x.out))
+    v = run_and_judge(study.get(impl_name), "fp16", x)
+    assert v.passed, f"{impl_name} fp16 {M}x{N}x{K} beta={beta} seed={x.seed}: {v.error}"

@@ -12,7 +12,7 @@ Changed:    stage 05 issued, per k-tile, 64 scalar loads of A and 16 vector load
             it is needed through shared memory, like the CUDA stage's transposed As.
 Why faster: 2 global load instructions per 512 FMAs instead of 80, and no per-k address arithmetic or
             masking (K loop: 512 FFMA in 584 instructions, against 781).  Predicted 1.2-1.5x Triton 05;
-            measured 1.42x (26.8 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv).
+            measured 1.42x (26.7 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv).
 Ragged edges: masked tile loads give zeros outside M, N and K; masked stores skip rows and columns outside D;
             beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
 Alignment:  none required.  The 16-byte accesses need pointers and leading dimensions that the runtime

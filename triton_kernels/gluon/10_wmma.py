@@ -16,7 +16,7 @@ Changed:    from Gluon 09 (SIMT): the multiplies move from fp32 FMAs to tensor c
             instruction that the WMMA shapes lower to.
 Why faster: a single mma.sync m16n8k16 does 2048 multiply-adds, the work of 64 warp-wide FMAs.  What limits
             this form is the loads (nothing staged in shared memory, row-major B as 2-byte loads, global
-            latency in the k loop); stages 11-13 fix this with shared memory.  Measured: 59.8 TFLOP/s fp16
+            latency in the k loop); stages 11-13 fix this with shared memory.  Measured: 59.4 TFLOP/s fp16
             at 4096^3 on an H100 (reports/h100/results.csv).
 Ragged edges: masked loads give zeros outside M, N and K: tiles that cross M or N, and the last partial
             k-tile, mask every element; an interior tile's full k-tiles load unmasked.  Stores are masked;

@@ -15,7 +15,7 @@ Changed:    from Gluon 10: each k-tile is copied once per program into shared me
             fragments from there.  Tiles grow from 64x64 to 128x128, D is in the input dtype.
 Why faster: each element of A and B crosses from L2 once per program, as 16-byte copies, its latency
             covered by the tiles ahead.  But every warp reads all of B's k-tile and the unpadded rows
-            conflict (below): measured 52.6 TFLOP/s fp16 at 4096^3 on an H100, slower than Gluon 10
+            conflict (below): measured 53.6 TFLOP/s fp16 at 4096^3 on an H100, slower than Gluon 10
             (reports/h100/results.csv).  Stage 13's swizzle is the fix.
 Ragged edges: 16-byte copies of full k-tiles, masked by row (A) and by 8-column chunk (B: a chunk that starts
             below N is 16-byte aligned and holds a valid element; its values past N reach only D's columns
