@@ -14,6 +14,7 @@
 #   evidence; profile (study/measure/ncu.py) writes reports/<gpu>/profile.csv for every implementation, bank
 #   conflicts included; ncu profiles the fp32 ladder at 4096^3, with stall reasons, into reports/ladder/profile.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
+#   STUDY_SANITIZE_ARGS="--impls a,b" passes arguments to python -m study.sanitize (default: every CUDA kernel)
 #   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/measure/evidence.py)
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 #   STUDY_TEST_FILTER=EXPR runs only the GPU tests pytest -k EXPR selects (their evidence records are rewritten)
@@ -77,7 +78,9 @@ if [[ " $STEPS " == *" ncu "* ]]; then
 fi
 if [[ " $STEPS " == *" sanitize "* ]]; then
   log "compute-sanitizer: memcheck, racecheck, synccheck, initcheck over every CUDA kernel (ragged shapes)"
-  timeout 560 python3 -m study.sanitize --evidence reports/gpu-evidence.json --log-dir "$LOGS" || status=1
+  read -ra SANITIZE_ARGS <<< "${STUDY_SANITIZE_ARGS:-}"
+  timeout 560 python3 -m study.sanitize --evidence reports/gpu-evidence.json --log-dir "$LOGS" "${SANITIZE_ARGS[@]}" \
+    || status=1
 fi
 if [[ " $STEPS " == *" profile "* ]]; then
   log "profile: ncu counters of every implementation and dtype at 4096^3 and one ragged shape"
