@@ -18,7 +18,8 @@ import pytest
 from study.core.stages import STAGES
 from study.measure.frame import load_results
 from study.measure import audit
-from study.present import stage_chart
+from study.present import stage_chart, stage_forms
+from study.present.formatting import fmt_num
 from study.present.stage_pages import form_path, render_stage_pages, result_rows
 from tests.test_report import FIXTURE, REPO, chrome_driver, is_external, parse
 
@@ -287,3 +288,193 @@ def test_pages_fit_twelve_screens_and_sources_are_never_clipped(rendered, tmp_pa
                 driver.save_screenshot(str(tmp_path / "stage-14.png"))
     finally:
         driver.quit()
+
+
+# --- The measured ladder of a stage's forms (study/present/stage_forms.py) -------------------------------------
+
+LADDER = BY_NUMBER["14"]          # the stage whose forms each add one technique, with a counter declared per step
+
+
+def ladder_rows(page: str) -> dict[str, list[dict]]:
+    """dtype -> the page's ladder rows, in order: {impl, cells: {data-cell: text}, column: the counter's
+    profile.csv column}."""
+    import html as html_text
+    section = page.split('<h2 id="ladder"', 1)[1].split('<h2 id="forms"', 1)[0]
+    out = {}
+    for dtype, panel in re.findall(r'data-dtype="(\w+)">(.*?)</table>', section, re.S):
+        out[dtype] = []
+        for impl, tr in re.findall(r'<tr data-impl="([^"]+)">(.*?)</tr>', panel, re.S):
+            cells = {k: html_text.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", v))).strip()
+                     for k, v in re.findall(r'data-cell="([\w-]+)"[^>]*>(.*?)</td>', tr, re.S)}
+            column = re.search(r'data-column="(\w+)"', tr)
+            out[dtype].append({"impl": impl, "cells": cells, "column": column[1] if column else None})
+    return out
+
+
+def _render_ladder_stage(tmp: Path, edit=None) -> tuple[str, pd.DataFrame]:
+    """The H100 folder copied to `tmp`, its CSVs replaced by `edit(results, profile)` (read and written as text, so
+    nothing else changes), and the ladder stage's page rendered: (its HTML, its results)."""
+    shutil.copytree(H100, tmp, ignore=shutil.ignore_patterns("*.html", "*.png"))
+    if edit is not None:
+        results = pd.read_csv(tmp / "results.csv", dtype=str, keep_default_na=False)
+        profile = pd.read_csv(tmp / "profile.csv", dtype=str, keep_default_na=False)
+        results, profile = edit(results, profile)
+        results.to_csv(tmp / "results.csv", index=False)
+        profile.to_csv(tmp / "profile.csv", index=False)
+    df, _ = load_results(tmp / "results.csv")
+    render_stage_pages(tmp, df, reports_root=H100.parent, only=(LADDER.number,))
+    return (tmp / f"stage-{LADDER.number}.html").read_text(encoding="utf-8"), df
+
+
+@pytest.fixture(scope="module")
+def ladder_page(tmp_path_factory):
+    return _render_ladder_stage(tmp_path_factory.mktemp("ladder") / "h100")
+
+
+def _at(df: pd.DataFrame, impl: str, dtype: str, n: int) -> dict | None:
+    rows = df[(df["impl"] == impl) & (df["dtype"] == dtype) & (df["M"] == n) & (df["N"] == n) & (df["K"] == n)]
+    return rows.iloc[-1].to_dict() if len(rows) else None
+
+
+def test_the_ladder_lists_each_backends_registered_forms_in_registry_order(ladder_page):
+    """One row per registered form of the stage, backend by backend (CUDA, Triton, Gluon), in the registry's order,
+    in a table per dtype the stage runs.  (A registered form the page cannot know of, with no row, GPU record or
+    PTX summary anywhere, is what tests/test_evidence.py fails on.)"""
+    from study import registry
+    page, df = ladder_page
+    evidence = json.loads((REPO / "reports" / "gpu-evidence.json").read_text())
+    ptx = json.loads((REPO / "reports" / "ptx.json").read_text())
+    knowable = set(df["impl"]) | {r["impl"] for r in evidence["records"] + evidence["sanitizer"]} | set(ptx)
+    registered = [i.name for b in ("cuda", "triton", "gluon") for i in registry.implementations(b)
+                  if i.stage is not None and i.stage.number == LADDER.number]
+    assert sum(n.startswith("cuda:") for n in registered) > 1
+    ladder = ladder_rows(page)
+    assert list(ladder) == ["fp16", "bf16"]
+    for dtype, rows in ladder.items():
+        assert [r["impl"] for r in rows] == [n for n in registered if n in knowable], dtype
+
+
+def test_the_declared_order_is_the_registrys():
+    """Every stage that declares its steps' counters declares every registered form's suffix, in the order the
+    registry holds each backend's forms; each counter is a profile.csv column."""
+    from study import registry
+    from study.measure.ncu import PROFILE_COLUMNS
+    declared = [s for s in STAGES if s.step_counters]
+    assert LADDER in declared
+    for s in declared:
+        assert set(s.step_counters.values()) <= set(PROFILE_COLUMNS), s.key
+        for backend in ("cuda", "triton", "gluon"):
+            names = [i.name for i in registry.implementations(backend) if i.stage and i.stage.number == s.number]
+            suffixes = [stage_forms.suffix(s, n) for n in names]
+            assert set(suffixes) <= set(s.step_counters), (s.key, backend, suffixes)
+            assert suffixes == sorted(suffixes, key=list(s.step_counters).index), (s.key, backend)
+
+
+def test_ladder_cells_are_the_results_rows(ladder_page):
+    """Each cell states its results.csv row as the study does everywhere (spread.fmt_measure: TFLOP/s, p20-p80
+    spread, SM clock), its % of cuBLAS, and its step from the form above: "tie" inside the spreads."""
+    from study.present.spread import fmt_measure, tie
+    page, df = ladder_page
+    max_clock = json.loads((H100 / "environment.json").read_text())["sm_clock_max_mhz"]
+    checked = 0
+    for dtype, rows in ladder_rows(page).items():
+        backend = lambda r: r["impl"].split(":")[0]
+        first = {"impl": f"{backend(rows[0])}:{BY_NUMBER['13'].key}"}      # the stage the chart compares with
+        for above, row in zip([first, *rows], rows):
+            if backend(above) != backend(row):
+                above = {"impl": f"{backend(row)}:{BY_NUMBER['13'].key}"}
+            for n in (4096, 8192):
+                r = _at(df, row["impl"], dtype, n)
+                if r is None:
+                    assert row["cells"][f"tflops-{n}"] == "—" and row["cells"][f"pct-{n}"] == "—"
+                    continue
+                checked += 1
+                assert row["cells"][f"tflops-{n}"] == fmt_measure(r, max_clock), (row["impl"], dtype, n)
+                assert f"@{r['sm_clock_mhz']:.0f} MHz" in row["cells"][f"tflops-{n}"]
+                assert row["cells"][f"pct-{n}"].split()[0] == fmt_num(r["pct_cublas"])
+                b = _at(df, above["impl"], dtype, n)
+                if b is not None:
+                    assert (row["cells"][f"step-{n}"] == "tie") == tie(r, b), (row["impl"], dtype, n)
+    assert checked >= 2 * 2 * 5
+
+
+def test_a_changed_row_changes_its_cell_and_a_missing_one_reads_not_measured(tmp_path):
+    """In a copy of results.csv: one form's throughput and clock changed, another's row removed."""
+    def edit(results, _profile):
+        at = lambda impl, dtype, n: ((results["impl"] == impl) & (results["dtype"] == dtype)
+                                     & (results["M"] == str(n)) & (results["N"] == str(n)) & (results["K"] == str(n)))
+        results.loc[at("cuda:14_wgmma-ws", "fp16", 4096), ["tflops", "sm_clock_mhz"]] = ["612.345", "1777.0"]
+        return results[~at("cuda:14_wgmma-persistent", "bf16", 8192)], _profile
+    page, _ = _render_ladder_stage(tmp_path / "h100", edit)
+    ladder = ladder_rows(page)
+    ws = next(r for r in ladder["fp16"] if r["impl"] == "cuda:14_wgmma-ws")["cells"]
+    assert ws["tflops-4096"].startswith("612.3 ±") and "@1777 MHz" in ws["tflops-4096"]
+    persistent = next(r for r in ladder["bf16"] if r["impl"] == "cuda:14_wgmma-persistent")["cells"]
+    assert persistent["tflops-8192"] == persistent["pct-8192"] == "—" and persistent["step-8192"] == ""
+    assert persistent["tflops-4096"] != "—"
+
+
+def test_the_counter_is_the_declared_profile_column(ladder_page, tmp_path):
+    """Each row's counter is the column Stage.step_counters declares for its suffix, read from profile.csv at
+    4096^3 (the call's kernels summed), the form above's value beside it; a changed profile value changes the cell."""
+    page, _ = ladder_page
+    prof, _ = stage_chart.counters(H100)
+    at = prof[(prof["M"] == 4096) & (prof["N"] == 4096) & (prof["K"] == 4096)]
+    value = lambda impl, dtype, col: at.loc[(at["impl"] == impl) & (at["dtype"] == dtype), col].iloc[0]
+    for dtype, rows in ladder_rows(page).items():
+        for row in rows:
+            column = LADDER.step_counters[stage_forms.suffix(LADDER, row["impl"])]
+            assert row["column"] == column, row["impl"]
+            shown = row["cells"]["counter-value"].split(" → ")[-1]
+            assert shown == stage_forms.fmt_counter(column, value(row["impl"], dtype, column)), (row["impl"], dtype)
+    ws = next(r for r in ladder_rows(page)["fp16"] if r["impl"] == "cuda:14_wgmma-ws")
+    assert ws["column"] == "tensor_pct"
+    was, now = (stage_forms.fmt_counter("tensor_pct", value(f"cuda:14_wgmma{x}", "fp16", "tensor_pct"))
+                for x in ("-1wg", "-ws"))
+    assert ws["cells"]["counter-value"] == f"{was} → {now}"
+
+    def edit(_results, profile):
+        mine = (profile["impl"] == "cuda:14_wgmma-ws") & (profile["dtype"] == "fp16") & (profile["M"] == "4096")
+        profile.loc[mine, "tensor_pct"] = "12.34"
+        return _results, profile
+    edited, _ = _render_ladder_stage(tmp_path / "h100", edit)
+    ws = next(r for r in ladder_rows(edited)["fp16"] if r["impl"] == "cuda:14_wgmma-ws")
+    assert ws["cells"]["counter-value"].endswith("→ 12.3")
+
+
+def test_an_empty_counter_and_an_unmeasured_form_read_not_measured():
+    """A declared column the profile leaves empty (issue_pct, before ncu records it as a column of its own) and a
+    form known only from the evidence (no row anywhere) show "—", in their declared place."""
+    import dataclasses
+    df, _ = load_results(H100 / "results.csv")
+    prof, _ = stage_chart.counters(H100)
+    s = dataclasses.replace(LADDER, step_counters={**LADDER.step_counters, "-persistent": "issue_pct"})
+    before = {d: BY_NUMBER["13"] for d in ("fp16", "bf16")}
+    got = stage_forms.table(df, s, before, (4096, 8192), prof, known=[f"cuda:{s.key}-tma-store"], max_clock=1980)
+    cuda = next(b for b in got["tabs"][0]["backends"] if b["backend"] == "cuda")["rows"]
+    names = [r["impl"] for r in cuda]
+    assert names[-3:] == [f"cuda:{s.key}-cluster", f"cuda:{s.key}-tma-store", f"cuda:{s.key}"]
+    persistent = next(r for r in cuda if r["impl"] == f"cuda:{s.key}-persistent")
+    assert persistent["counter"]["column"] == "issue_pct" and persistent["counter"]["value"] == "—"
+    new = next(r for r in cuda if r["impl"] == f"cuda:{s.key}-tma-store")
+    assert all(c["tflops"] == "—" and c["pct"] == "—" for c in new["cells"])
+    assert new["counter"]["value"] == "—"
+    after = next(r for r in cuda if r["impl"] == f"cuda:{s.key}")
+    assert all(c["step"] == "" for c in after["cells"])          # nothing measured above it to step from
+
+
+def test_a_stage_with_several_forms_a_backend_has_the_ladder(rendered):
+    """Any stage of which a backend measured several forms has the table (the fixture's split stage, every
+    stage of the H100's with variants); a stage with no row here has none."""
+    out, df, nav = rendered
+    laddered = 0
+    for s, p in zip(STAGES, nav):
+        html = (out / p["href"]).read_text(encoding="utf-8")
+        mine = df[df["stage"] == s.number]
+        if mine.empty:
+            assert 'id="ladder"' not in html, s.key
+        elif mine.groupby("backend")["impl"].nunique().max() > 1:
+            laddered += 1
+            assert 'id="ladder"' in html and ladder_rows(html), s.key
+            assert ('data-cell="counter"' in html) == bool(s.step_counters), s.key
+    assert laddered

@@ -27,6 +27,12 @@ class Stage:
     fp32_products: int = 1
     split_peaks: dict[str, str] = field(default_factory=dict)
     accuracy_study: bool = False
+    # A stage of several registered forms a backend, each adding one technique: form name suffix ("-ws" for
+    # cuda:<key>-ws, "" for the main form) -> the profile.csv column (study/measure/ncu.py) whose value at 4096^3
+    # explains that form's step from the form before it (the previous form of its backend; for a backend's first,
+    # the previous stage's main form).  In the registry's order of the forms (study/registry.py; tests check it):
+    # the stage page's measured ladder lists each backend's forms in this order.
+    step_counters: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -170,6 +176,14 @@ STAGES: tuple[Stage, ...] = (
         "fills; each form adds one technique: one warpgroup, then a producer warpgroup feeding two consumer "
         "warpgroups (setmaxnreg), then a persistent grid whose ring runs on across tiles, then clusters of two "
         "blocks sharing B by TMA multicast, then D out through shared memory (stmatrix) and TMA stores.",
+        # reports/h100/profile.csv and docs/14_wgmma.md ("ncu at 4096^3"): one wgmma a warpgroup replaces stage
+        # 13's stream of ldmatrix and mma.sync (instructions 70 -> 28M at fp16; its tensor-pipe activity, 79% for
+        # fewer TFLOP/s than -1wg's 56%, does not compare across the two instructions); a producer that never
+        # drains the ring raises the tensor pipe's activity (56 -> 80%), a persistent grid a little more (82%);
+        # clusters' B multicast and the TMA-store epilogue's whole-sector writes cut L2 bytes (docs: 1.49 -> 1.28
+        # GB for the latter); the 256x192 tile dispatch brings the tensor pipe to 94%.
+        step_counters={"-1wg": "instructions", "-tma": "tensor_pct", "-ws": "tensor_pct", "-persistent": "tensor_pct",
+                       "-cluster": "l2_bytes", "-tma-store": "l2_bytes", "": "tensor_pct"},
     ),
     Stage(
         "15", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",

@@ -88,8 +88,9 @@ def bars(rows: pd.DataFrame, s: Stage, dtype: str) -> tuple[Stage | None, list[d
 
 
 def counters(report_dir: Path) -> tuple[pd.DataFrame | None, dict]:
-    """The profiled calls, kernels summed (hierarchy.per_call), with tensor_pct and the stall_* columns averaged
-    over the call's kernels by their time; and {call_key: why} of the calls left out."""
+    """The profiled calls, kernels summed (hierarchy.per_call: tensor_pct, issue_pct, the stall_* columns and
+    every other percentage averaged over the call's kernels by their time); and {call_key: why} of the calls left
+    out."""
     prof = hierarchy.load(Path(report_dir) / "profile.csv")
     if prof is None:
         return None, {}
@@ -99,15 +100,6 @@ def counters(report_dir: Path) -> tuple[pd.DataFrame | None, dict]:
     if prof.empty:
         return None, left_out
     agg = hierarchy.per_call(prof)
-    weighted = [c for c in prof.columns if c == "tensor_pct" or c.startswith("stall_")]
-    num = prof[hierarchy.KEY].assign(**{c: pd.to_numeric(prof[c], errors="coerce") for c in [*weighted, "time_ms"]})
-    for c in weighted:
-        num[c] = num[c] * num["time_ms"]
-    sums = num.groupby(hierarchy.KEY, sort=False, dropna=False).agg(
-        **{c: (c, lambda x: x.sum(min_count=1)) for c in [*weighted, "time_ms"]}).reset_index()
-    for c in weighted:
-        sums[c] = sums[c] / sums["time_ms"]
-    agg = agg.merge(sums.drop(columns="time_ms"), on=hierarchy.KEY, how="left")
     agg["dram_bytes"] = agg["dram_read_bytes"] + agg["dram_write_bytes"]
     agg["conflicts"] = agg["smem_ld_conflicts"] + agg["smem_st_conflicts"]
     return agg, left_out

@@ -3,7 +3,9 @@ CUDA, Triton and Gluon sources and their diffs, highlighted, with what the study
 
 A page holds, in order: the stage's title, seed citation, the CUDA file's header comment as prose, its summary and
 each backend's note (study/core/stages.py); a chart of this stage against the one before at 4096^3, TFLOP/s with
-its spread and the ncu counters that explain the step (study/present/stage_chart.py); the three forms, a tab
+its spread and the ncu counters that explain the step (study/present/stage_chart.py); where a backend has several
+forms of the stage, their measured ladder, form by form, with the counter the stage declares for each step
+(study/present/stage_forms.py); the three forms, a tab
 each at full width; each form's diff against the previous stage's file of the same backend; its rows of
 results.csv (the headline sizes, the rest folded); its ncu counters (profile.csv) and its claims against them
 (study/present/hierarchy.py); its compute-sanitizer records (gpu-evidence.json, as recorded: whether a record's
@@ -34,7 +36,7 @@ from pygments.lexers import CudaLexer, DiffLexer, PythonLexer
 from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
 from study.core.stages import STAGES, Stage
 from study.measure.frame import call_key, load_json
-from study.present import hierarchy, interactive, spread, stage_chart
+from study.present import hierarchy, interactive, spread, stage_chart, stage_forms
 from study.present.formatting import fmt_num
 from study.present.spread import fmt_measure, tie
 
@@ -211,29 +213,40 @@ def _environment() -> jinja2.Environment:
 
 
 def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None,
-                       stale: set = frozenset(), reports_root: Path | None = None) -> list[dict]:
+                       stale: set = frozenset(), reports_root: Path | None = None,
+                       only: tuple[str, ...] | None = None) -> list[dict]:
     """Write report_dir/stage-NN.html for every stage of STAGES; return [{number, title, href}] for the index.
 
     df: the results (study.measure.frame.load_results(report_dir / "results.csv")[0]).  env: a jinja2
     Environment whose loader finds templates/stage.html.j2 (default: one like the report's).  stale: the keys of
     rows measured on code that has changed since (study.present.report.stale_keys), marked in each page's table.
-    reports_root: where the tree's one plotly.min.js lies (default: the folder above, as for the GPU's pages)."""
+    reports_root: where the tree's one plotly.min.js lies (default: the folder above, as for the GPU's pages).
+    only: the numbers of the stages whose pages to write (default: every stage's); the navigation names all."""
     report_dir = Path(report_dir)
     template = (env or _environment()).get_template("stage.html.j2")
     evidence, ptx = repo_file(report_dir, "gpu-evidence.json"), repo_file(report_dir, "ptx.json")
     max_clock = (load_json(report_dir / "environment.json") or {}).get("sm_clock_max_mhz")
     plotly_js = interactive.plotly_src(report_dir, reports_root or report_dir.parent)
+    prof = stage_chart.counters(report_dir)[0]
+    # Implementations the repository's evidence names: the forms a stage has beyond those results.csv measured.
+    known = [r.get("impl") for part in ("records", "sanitizer") for r in (evidence or {}).get(part, [])]
+    known += list(ptx or {})
     nav = [{"number": s.number, "title": s.title, "href": page_name(s)} for s in STAGES]
     for i, s in enumerate(STAGES):
+        if only is not None and s.number not in only:
+            continue
         cuda = form_path(s, "cuda")
         rows, step = result_rows(df, s, stale, max_clock), stage_chart.step(report_dir, df, s, max_clock)
         # The diffs are taken against the stage the chart compares with (the nearest earlier stage of the same
         # precision, past a stage of another one), else the one before in STAGES.
         before = next((t["previous"] for t in step["tabs"][:1] if t["previous"]), STAGES[i - 1] if i else None)
+        # The ladder of forms: each dtype's first form against the main form of the stage its chart compares with.
+        ladder = stage_forms.table(df, s, {t["dtype"]: t["previous"] for t in step["tabs"]}, HEADLINE_SIZES, prof,
+                                   known, max_clock, stale)
         html = template.render(
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
             before=before, header=header(cuda) if cuda.exists() else None, forms=forms(s, before), step=step,
-            plotly_js=plotly_js, notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
+            ladder=ladder, plotly_js=plotly_js, notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
             rows=rows, protocol=spread.protocol([r["reps"] for r in rows], max_clock), counters=counters(report_dir, s),
             sanitizer=sanitizer(evidence, df, s), emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None,
             evidence_found=evidence is not None, tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
