@@ -255,7 +255,13 @@ def _wgmma_stage() -> list[Impl]:
         _tc_impl(f"triton:{s.key}-tma", "triton", s, HALF_IO, TritonLaunch(s.key, "gemm_tma"),
                  _triton_sources(s.key, "13_swizzle"), f"{s.title} (TMA, one program per tile)"),
         _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key, "13_swizzle")),
-        # Gluon's form borrows stage 13's TMA checks (Triton file) and its fallback (Gluon file).
+        # Gluon's forms, the same ladder to -persistent, then the best (persistent, TMA-store epilogue): they
+        # borrow stage 13's TMA checks (Triton file) and its fallback (Gluon file).
+        *(_tc_impl(f"gluon:{s.key}{suffix}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}", fn),
+                   (*_gluon_sources(s.key, "13_swizzle"), TRITON_DIR / "13_swizzle.py"), f"{s.title} ({title})")
+          for suffix, fn, title in (("-1wg", "gemm_1wg", "one warpgroup, TMA"),
+                                    ("-ws", "gemm_ws", "loader warp + two consumer warpgroups"),
+                                    ("-persistent", "gemm_persistent", "warp-specialized, persistent"))),
         _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
                  (*_gluon_sources(s.key, "13_swizzle"), TRITON_DIR / "13_swizzle.py")),
     ]
