@@ -1,24 +1,25 @@
 // Stage 14 - wgmma: Hopper's warpgroup MMA, fed by TMA, warp-specialized, persistent.
 //
-// Technique:   wgmma.mma_async (sm_90a): a warpgroup (4 warps) multiplies a 64x16 tile of A by a 16x256 tile
-//              of B straight out of shared memory, asynchronously, into a 64x256 fp32 accumulator (128
+// Technique:   wgmma.mma_async (sm_90a; wgmma.cuh): a warpgroup (4 warps) multiplies a 64x16 tile of A by a 16x256
+//              tile of B straight out of shared memory, asynchronously, into a 64x256 fp32 accumulator (128
 //              registers a thread).  TMA fills a ring of slots in CU_TENSOR_MAP_SWIZZLE_128B boxes, the layout
 //              wgmma's shared-memory descriptors name (A K-major, B N-major: "transposed").  mbarriers hand the
 //              slots over: full[s] completes when a slot's bytes have landed, empty[s] when every consumer warp
-//              reading it (in every block of a cluster) has seen its wgmmas finish.  Each form adds one thing:
-//                wgmma_1wg:     one warpgroup per 64x256 tile; its thread 0 also issues the copies.
-//                wgmma_ws:      a producer warpgroup (one thread issues TMA) and two consumer warpgroups per
-//                               128x256 tile, setmaxnreg 40/232; one block per tile (-ws) or one per SM walking
-//                               the tiles in GROUP_M order, the ring running on across tiles (-persistent).
-//                wgmma_cluster: the persistent form in clusters of two blocks side by side in M; each copies
-//                               half of their shared k-tile of B and multicasts it to both (-cluster).
-//                wgmma_tma:     the persistent form (no clusters) with D leaving through shared memory:
-//                               stmatrix into the 128-byte swizzle, two 64x64 buffers a consumer, TMA stores.
-//                wgmma_wide:    the same for calls of many tiles, 256x192 tiles (each consumer 128x192) in
-//                               clusters of 2 with B multicast; the launcher picks it by a model of waves x
-//                               tile x measured cost per output (study/launch/launchers.py, CudaModelDispatch).
-//                               Both grids are balanced: the fewest blocks that take the same waves of tiles
-//                               (at 4096^3, 128 blocks of 4 tiles; the probe: 0.8-1.2 points faster).
+//              reading it (in every block of a cluster) has seen its wgmmas finish.  Each form adds one thing
+//              (entry wgmma_<form>, its Shape at the end of this file):
+//                -1wg:        one warpgroup per 64x256 tile, a block per tile; its thread 0 also issues the copies.
+//                -ws:         a producer warpgroup (one thread issues TMA) and two consumer warpgroups per 128x256
+//                             tile, setmaxnreg 40/232; still a block per tile.
+//                -persistent: one block per SM, whose tile scheduler walks the tiles in GROUP_M order, the ring
+//                             running on from one tile into the next.
+//                -cluster:    clusters of two blocks side by side in M; each copies half of their shared k-tile
+//                             of B and multicasts it to both.
+//                -tma-store:  D out through shared memory: stmatrix into the 128-byte swizzle, two 64x64 buffers
+//                             a consumer, TMA stores.
+//              The stage, cuda:14_wgmma, adds a choice of tile per call by a model of waves x tile x measured cost
+//              per output (CudaModelDispatch): wgmma_wide (256x192, each consumer 128x192, clusters of 2) for calls
+//              of many tiles, else wgmma_tma (128x256, no clusters).  Both grids are balanced: the fewest blocks
+//              that take the same waves of tiles (at 4096^3, 128 blocks of 4; the probe: 0.8-1.2 points faster).
 // Reproduces:  no seed covers Hopper (seed 000 stops at mma.sync: its kernel 9 is stage 13).  Its
 //              anchors: pranjalssh/fast.cu's H100/H200 ladder and ThunderKittens' educational H100 levels.
 // Changed:     stage 13 feeds mma.sync m16n8k16 from ldmatrix (4 ldmatrix and 16 mma.sync per warp and k16 step
@@ -32,9 +33,12 @@
 // Measured:    H100 SXM, the sweep of aa433d3, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
 //              stage 13's TMA form 476.1 (64%; 83%) -> -1wg 486.2 (65%; 56%: one warpgroup waits on its own
 //              wgmmas) -> -ws 646.3 (87%; 79%: two consumers keep the pipe fed) -> -persistent 653.2 (88%; 82%)
-//              -> -cluster 657.9 (88%; 81%, L2 bytes 1.45 -> 1.37 GB) -> with the TMA-store epilogue and a
-//              balanced grid instead, cuda:14_wgmma: 743.5 (99.98%; 94.3%, cuBLAS's 95.0%), 671.7 at 8192^3
-//              (100.3%, wgmma_wide's tiles); bf16 765.1 (101.5%) and 699.1 (99.2%).  H200: 98.6-102.7%.
+//              -> -cluster 657.9 (88%; 81%, L2 bytes 1.45 -> 1.37 GB) -> cuda:14_wgmma: 743.5 (99.98%; 94.3%,
+//              cuBLAS's 95.0%), 671.7 at 8192^3 (100.3%, wgmma_wide's tiles); bf16 765.1 (101.5%) and 699.1
+//              (99.2%).  H200: 98.6-102.7%.  In that sweep -1wg and -ws ran a kernel with the tile loop, on a block
+//              per tile (one pass each); compiled without it now, they are predicted to run the same.  -tma-store
+//              was not in it: predicted near cuda:14_wgmma at 4096^3 and 8192^3 (the same kernel, probed as the
+//              variant "cluster" of docs/14_wgmma.md, ran at 98.4-101.9% of cuBLAS on the H100).
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call
@@ -48,6 +52,7 @@
 #include "gemm_common.cuh"
 #include "mma_sync.cuh"
 #include "tma.cuh"
+#include "wgmma.cuh"
 
 namespace {
 
@@ -56,14 +61,33 @@ namespace {
 // 0.3-2.3 points faster at three of the four target points (docs/14_wgmma.md, "GROUP_M, skewed consumers").
 constexpr int BK = 64, GROUP_M = 16;
 
-// CONSUMERS warpgroups of 64 x WG_M rows each (WG_M wgmmas of m64nBN a k16 step); PRODUCER_WG: a separate
-// warpgroup issues the copies; CLUSTER blocks side by side in M share B by multicast; TMA_STORE: D leaves
-// through shared memory and TMA stores (else straight from the accumulators).
-template <int CONSUMERS_, bool PRODUCER_WG_, int STAGES_, int CLUSTER_ = 1, bool TMA_STORE_ = false, int BN_ = 256,
-          int WG_M_ = 1>
+// A kernel's shape, field by field: `consumers` warpgroups of 64 x `wg_m` rows each (wg_m wgmmas of m64n`bn` a
+// k16 step); `producer_wg`: a separate warpgroup issues the copies; `stages`: the ring's slots; `persistent`: the
+// block walks tiles with the tile scheduler (else it computes one, blockIdx's); `cluster` blocks side by side in
+// M share B by multicast; `tma_store`: D leaves through shared memory and TMA stores (else straight from the
+// accumulators).  A form names its shape with designated initializers, leaving out trailing fields only: nvcc
+// -std=c++17 (the study's dialect) takes designated initializers as an extension and zero-fills a field left out
+// before a given one instead of taking its default (C++20 takes the default).  A count zeroed so fails Cfg's
+// first static_assert; a flag's default is false anyway.
+struct Shape {
+    int consumers = 1;
+    bool producer_wg = false;
+    int stages = 4;
+    bool persistent = false;
+    int cluster = 1;
+    bool tma_store = false;
+    int bn = 256;
+    int wg_m = 1;
+};
+
+// A shape's constants.  S: a constexpr Shape, by reference (C++17, the study's nvcc dialect, takes no template
+// parameter of class type).
+template <const Shape& S>
 struct Cfg {
-    static constexpr int CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, BN = BN_, WG_M = WG_M_;
-    static constexpr bool PRODUCER_WG = PRODUCER_WG_, TMA_STORE = TMA_STORE_;
+    static constexpr int CONSUMERS = S.consumers, STAGES = S.stages, CLUSTER = S.cluster, BN = S.bn, WG_M = S.wg_m;
+    static constexpr bool PRODUCER_WG = S.producer_wg, PERSISTENT = S.persistent, TMA_STORE = S.tma_store;
+    static_assert(CONSUMERS > 0 && STAGES > 0 && CLUSTER > 0 && BN > 0 && WG_M > 0,
+                  "a count left out before a given field (zero under nvcc -std=c++17): spell it");
     static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
     static constexpr int THREADS = 128 * CONSUMERS + (PRODUCER_WG ? 128 : 0);
     static constexpr int A_BYTES = BM * BK * 2, SLOT_BYTES = A_BYTES + BK * BN * 2;
@@ -83,18 +107,11 @@ struct Cfg {
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "the consumer body is instantiated per warpgroup: Wg<0>, Wg<1>");
 };
 
-// A shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): the start
-// address, the leading and stride byte offsets, all in 16-byte units.  A (K-major): rows 128 bytes apart, 8-row
-// groups 1024 (the stride offset; the leading one is unused).  B (N-major): 64-column boxes 8 KiB apart (the
-// leading offset), 8-k-row groups 1024 (the stride offset).  Its high word (the stride offset and the swizzle)
-// is the same for every operand here, so the k-loop moves only the low word, in 32 bits: the start address
-// field (bits 0-13) holds any shared address (< 228 KiB, < 2^18), so a slot's or a k16 step's offset added to
-// it never carries into the leading offset (bits 16-29).
-constexpr uint32_t DESC_HI = (1024 >> 4) | (1u << 30);
-__device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t leading) {
-    return ((addr & 0x3FFFF) >> 4) | ((leading >> 4) << 16);
-}
-__device__ __forceinline__ uint64_t desc(uint32_t lo) { return (uint64_t(DESC_HI) << 32) | lo; }
+// The operands' shared-memory descriptors (wgmma.cuh), 128-byte swizzle: A (K-major): rows 128 bytes apart,
+// 8-row groups 1024 (the stride offset; the leading one is unused).  B (N-major): 64-column boxes 8 KiB apart
+// (the leading offset), 8-k-row groups 1024 (the stride offset).  The high word is the same for both, so the
+// k-loop moves only the low word, in 32 bits.
+constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);
 
 // A consumer warpgroup's index as a compile-time constant (Wg<V>): the consumers' body is instantiated once
 // per warpgroup, so that what depends on the index (its rows of A, its named barrier, its epilogue buffers)
@@ -104,43 +121,6 @@ struct Wg {};
 template <int V>
 __device__ __forceinline__ constexpr int wg_index(Wg<V>) { return V; }
 
-__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-
-// Registers an in-flight wgmma writes must stay put until its wait: this empty asm "modifies" them after it.
-template <int N>
-__device__ __forceinline__ void hold(float (&r)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
-}
-
-// d (+)= a b: m64nNk16 (N 256 or 192), fp32 accumulators (N / 2 a thread); a K-major, b N-major (imm-trans-b =
-// 1), both in shared memory.  TYPES: the input types' suffix of the instruction.
-#define WGMMA_ASM_256(TYPES)                                                                                  \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n wgmma.mma_async.sync.aligned.m64n256k16.f32" TYPES \
-                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"                                                  \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-                 : "l"(a), "l"(b), "r"(accumulate))
-#define WGMMA_ASM_192(TYPES)                                                                                  \
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n wgmma.mma_async.sync.aligned.m64n192k16.f32" TYPES \
-                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 1;\n}\n"                                                    \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]) \
-                 : "l"(a), "l"(b), "r"(accumulate))
-
-template <class T, int N>
-__device__ __forceinline__ void mma(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate) {
-    static_assert(N == 256 || N == 192, "the wgmma shapes this file spells out");
-    constexpr bool f16 = std::is_same<T, __half>::value;
-    if constexpr (N == 256) {
-        if constexpr (f16) WGMMA_ASM_256(".f16.f16");
-        else WGMMA_ASM_256(".bf16.bf16");
-    } else {
-        if constexpr (f16) WGMMA_ASM_192(".f16.f16");
-        else WGMMA_ASM_192(".bf16.bf16");
-    }
-}
 // stmatrix.x4: four 8x8 b16 matrices to shared memory, the mirror of ldmatrix (mma_sync.cuh's ldsm_x4): lane
 // 4g + t gives elements (g, 2t) and (g, 2t + 1) of matrix i in r[i], and lanes 8i .. 8i + 7 the addresses of
 // matrix i's rows.
@@ -235,9 +215,10 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC], uint32_t
     }
 }
 
-// The block's tiles, in units of a cluster's CLUSTER x 1 tiles: cluster number first, + stride, ..., each taken
-// apart in GROUP_M-grouped order; block `rank` of a cluster computes tile-row tmc * CLUSTER + rank (past M for
-// an odd last one: zeros in, nothing stored).
+// The block's tiles, in units of a cluster's CLUSTER x 1 tiles, numbered in GROUP_M-grouped order; block `rank`
+// of a cluster computes tile-row tmc * CLUSTER + rank (past M for an odd last one: zeros in, nothing stored).
+// Without PERSISTENT the grid has a block (cluster) per tile, and the block's tile is its cluster's number;
+// with it, the tile scheduler next() walks them: cluster number first, + stride (the grid's clusters), ...
 template <class C>
 struct Work {
     long long tiles_mc, tiles_n, tiles, first, tile;
@@ -248,12 +229,14 @@ struct Work {
         tiles_n = (N - 1) / C::BN + 1;
         tiles = tiles_mc * tiles_n;
         first = blockIdx.x / C::CLUSTER;
+        tile = first;   // a non-persistent block's one tile
         stride = gridDim.x / C::CLUSTER;
         k_tiles = (K - 1) / BK + 1;   // K >= 1; (K + BK - 1) would overflow near 2^31
         rank = blockIdx.x % C::CLUSTER;
     }
-    // The next tile into `tile`; false when the block has no work left.
+    // The tile scheduler: the block's next tile into `tile`; false when it has no work left.
     __device__ bool next() {
+        static_assert(C::PERSISTENT, "a block of a non-persistent grid computes one tile, blockIdx's");
         if (first >= tiles) return false;
         tile = first;
         first += stride;
@@ -284,10 +267,12 @@ struct Loader {
     __device__ Loader(const CUtensorMap* a, const CUtensorMap* b, uint32_t ring_, uint64_t* full_, uint64_t* empty_,
                       const Work<C>& w_)
         : map_a(a), map_b(b), ring(ring_), full(full_), empty(empty_), w(w_) {
-        tile();
+        tile(true);
     }
-    __device__ void tile() {
-        more_ = w.next();
+    // The next tile: the scheduler's (PERSISTENT), else the block's one tile, blockIdx's, at the start only.
+    __device__ void tile(bool start) {
+        if constexpr (C::PERSISTENT) more_ = w.next();
+        else more_ = start;
         if (more_) w.at(m0, n0);
         k = 0;
     }
@@ -296,7 +281,7 @@ struct Loader {
         async_copy::mbar_wait(&empty[s], phase ^ 1);
         tma::load_item<C>(*map_a, *map_b, ring + s * C::SLOT_BYTES, &full[s], k * BK, m0, n0, w.rank);
         if (++s == C::STAGES) s = 0, phase ^= 1;
-        if (++k == w.k_tiles) tile();
+        if (++k == w.k_tiles) tile(false);
     }
 };
 
@@ -341,8 +326,8 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             constexpr int c = wg_index(decltype(wg){});
             // This consumer's 64 x WG_M rows of A and all of B, in slot 0; a slot, a k16 step, an m64 block (64 rows
             // of 128 bytes: 512 units) move the start address.
-            const uint32_t desc_a = desc_lo(ring + c * C::WG_M * 64 * 128, 16);
-            const uint32_t desc_b = desc_lo(ring + C::A_BYTES, C::B_BOX_BYTES);
+            const uint32_t desc_a = wgmma::desc_lo(ring + c * C::WG_M * 64 * 128, 16);
+            const uint32_t desc_b = wgmma::desc_lo(ring + C::A_BYTES, C::B_BOX_BYTES);
             // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
             // cluster (lane r for block r).
             auto release = [&](uint32_t s) {
@@ -355,8 +340,13 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             };
             uint32_t s = 0, phase = 0;   // the slot computed next, and the parity of its full barrier's phase
             [[maybe_unused]] int stored = 0;   // the parity of the D pieces this warpgroup has stored, all tiles
+            // The block's tiles.  With PERSISTENT the tile scheduler hands them over one after another, the
+            // ring's slot and phase (and the epilogue's buffer parity) running on from one into the next;
+            // without it the block computes one tile, blockIdx's (Work's constructor): one pass, no loop in SASS.
             Work<C> w = work;
-            while (w.next()) {
+            for (;;) {
+                if constexpr (C::PERSISTENT)
+                    if (!w.next()) break;   // the tile scheduler: the block's next tile, or none left
                 int m0, n0;
                 w.at(m0, n0);
                 float acc[C::WG_M][C::ACC];
@@ -364,24 +354,24 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                 for (int kt = 0; kt < w.k_tiles; ++kt) {
                     async_copy::mbar_wait(&full[s], phase);
                     const uint32_t off = s * (C::SLOT_BYTES >> 4);
-                    fence();
+                    wgmma::fence();
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; ++kk)   // k16 steps: 32 bytes along A's rows, 16 k-rows of B
 #pragma unroll
                         for (int mi = 0; mi < C::WG_M; ++mi)
-                            mma<T, C::BN>(acc[mi], desc(desc_a + off + 2 * kk + 512 * mi),
-                                          desc(desc_b + off + 128 * kk), kt | kk);
-                    commit();
-                    wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
+                            wgmma::mma<T, C::BN>(acc[mi], wgmma::desc(desc_a + off + 2 * kk + 512 * mi, DESC_HI),
+                                                 wgmma::desc(desc_b + off + 128 * kk, DESC_HI), kt | kk);
+                    wgmma::commit();
+                    wgmma::wait<1>();   // the k-tile before is done: its slot may be refilled while this one runs
 #pragma unroll
-                    for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
+                    for (int mi = 0; mi < C::WG_M; ++mi) wgmma::hold(acc[mi]);
                     if (kt > 0) release(prev);
                     prev = s;
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 }
-                wait<0>();
+                wgmma::wait<0>();
 #pragma unroll
-                for (int mi = 0; mi < C::WG_M; ++mi) hold(acc[mi]);
+                for (int mi = 0; mi < C::WG_M; ++mi) wgmma::hold(acc[mi]);
                 release(prev);
 #pragma unroll
                 for (int mi = 0; mi < C::WG_M; ++mi) {
@@ -407,6 +397,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
                             store_tile<T, false>(acc[mi], row0, n0, warp, lane, M, N, alpha, beta, Cm, ldc, D, ldd);
                     }
                 }
+                if constexpr (!C::PERSISTENT) break;   // one block per tile
             }
         };
         if (C::CONSUMERS == 1 || ctid < 128) consume(Wg<0>{});
@@ -419,7 +410,7 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
 
 }  // namespace
 
-// grid (blocks, 1, 1): one block per tile, or (persistent) fewer, each walking tiles; with ATTR
+// grid (blocks, 1, 1): one block per tile, or (PERSISTENT) fewer, each walking tiles; with ATTR
 // __cluster_dims__(CLUSTER, 1, 1), clusters of CLUSTER consecutive blocks.
 #define WGMMA_ENTRY(NAME, CFG, T, ATTR)                                                                      \
     extern "C" __global__ void __launch_bounds__(CFG::THREADS, 1) ATTR                                      \
@@ -442,23 +433,38 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
     ENTRY(NAME##_bf16, CFG, __nv_bfloat16, ATTR)
 #define PAIRS_OF_2 __cluster_dims__(2, 1, 1)
 
-using OneWarpgroup = Cfg<1, false, 5>;     // 64x256 tiles, 5 slots of 40 KiB
-WGMMA_PAIR(WGMMA_ENTRY, wgmma_1wg, OneWarpgroup, )
-using Specialized = Cfg<2, true, 4>;       // 128x256 tiles, a producer and two consumer warpgroups, 4 slots of 48 KiB
-WGMMA_PAIR(WGMMA_ENTRY, wgmma_ws, Specialized, )
-using Clustered = Cfg<2, true, 4, 2>;      // the same in clusters of 2 along M, B multicast
-WGMMA_PAIR(WGMMA_ENTRY, wgmma_cluster, Clustered, PAIRS_OF_2)
-using TmaStored = Cfg<2, true, 4, 1, true>;   // the persistent form, D out through shared memory and TMA stores
-WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, TmaStored, )
-// The same for calls of many tiles: 256x192 tiles (each consumer 128x192: two m64n192k16 a k16 step, 192
+// The forms, each adding one technique to the one before (study/registry.py: cuda:14_wgmma-<form>).
+// -1wg: 64x256 tiles, one warpgroup, 5 slots of 40 KiB; a block per tile.
+constexpr Shape ONE_WARPGROUP{.consumers = 1, .stages = 5};
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_1wg, Cfg<ONE_WARPGROUP>, )
+// -ws: 128x256 tiles, a producer and two consumer warpgroups, 4 slots of 48 KiB; still a block per tile.
+constexpr Shape SPECIALIZED{.consumers = 2, .producer_wg = true, .stages = 4};
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_ws, Cfg<SPECIALIZED>, )
+// -persistent: a block per SM, each walking tiles with the tile scheduler.
+constexpr Shape SCHEDULED{.consumers = 2, .producer_wg = true, .stages = 4, .persistent = true};
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_persistent, Cfg<SCHEDULED>, )
+// -cluster: clusters of 2 along M, B multicast.
+constexpr Shape CLUSTERED{.consumers = 2, .producer_wg = true, .stages = 4, .persistent = true, .cluster = 2};
+WGMMA_PAIR(WGMMA_ENTRY, wgmma_cluster, Cfg<CLUSTERED>, PAIRS_OF_2)
+// -tma-store: D out through shared memory and TMA stores.
+constexpr Shape CLUSTERED_TMA{.consumers = 2, .producer_wg = true, .stages = 4, .persistent = true, .cluster = 2,
+                              .tma_store = true};
+WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma_store, Cfg<CLUSTERED_TMA>, PAIRS_OF_2)
+// The registered form, cuda:14_wgmma: two tiles of the TMA-store kernel on balanced grids, the launcher's model
+// picking one per call (study/launch/launchers.py).  128x256 tiles, without clusters:
+constexpr Shape TMA_STORED{.consumers = 2, .producer_wg = true, .stages = 4, .persistent = true, .cluster = 1,
+                           .tma_store = true};
+WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_tma, Cfg<TMA_STORED>, )
+// and, for calls of many tiles, 256x192 tiles (each consumer 128x192: two m64n192k16 a k16 step, 192
 // accumulators), 3 slots of 56 KiB, in clusters of 2 along M sharing B by multicast: 22% fewer operand bytes per
-// output than 128x256 before multicast (the launcher's model picks it: study/launch/launchers.py).
-using Wide = Cfg<2, true, 3, 2, true, 192, 2>;
-WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_wide, Wide, PAIRS_OF_2)
+// output than 128x256 before multicast.
+constexpr Shape WIDE{.consumers = 2, .producer_wg = true, .stages = 3, .persistent = true, .cluster = 2,
+                     .tma_store = true, .bn = 192, .wg_m = 2};
+WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_wide, Cfg<WIDE>, PAIRS_OF_2)
 
 #ifdef WGMMA_EXPLORE
-using ClusteredTma = Cfg<2, true, 4, 2, true>;   // the same in clusters of 2 ("cluster"; docs/14_wgmma.md: no faster)
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_cltma, ClusteredTma, PAIRS_OF_2)
-using WideAlone = Cfg<2, true, 3, 1, true, 192, 2>;   // wgmma_wide without clusters ("t256x192"; docs/14_wgmma.md)
-WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_t256, WideAlone, )
+// wgmma_wide without clusters ("t256x192"; docs/14_wgmma.md: slower than with them)
+constexpr Shape WIDE_ALONE{.consumers = 2, .producer_wg = true, .stages = 3, .persistent = true, .cluster = 1,
+                           .tma_store = true, .bn = 192, .wg_m = 2};
+WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_t256, Cfg<WIDE_ALONE>, )
 #endif

@@ -43,6 +43,7 @@
 #include "async_copy.cuh"
 #include "gemm_common.cuh"
 #include "mma_sync.cuh"
+#include "wgmma.cuh"
 
 namespace {
 
@@ -203,7 +204,8 @@ __device__ __forceinline__ float round(float x) {
 __device__ __forceinline__ void split4(const float4 v, float* hi, float* lo) {
     const float4 h = make_float4(round(v.x), round(v.y), round(v.z), round(v.w));
     *reinterpret_cast<float4*>(hi) = h;
-    *reinterpret_cast<float4*>(lo) = make_float4(round(v.x - h.x), round(v.y - h.y), round(v.z - h.z), round(v.w - h.w));
+    *reinterpret_cast<float4*>(lo) =
+        make_float4(round(v.x - h.x), round(v.y - h.y), round(v.z - h.z), round(v.w - h.w));
 }
 
 // A 128x32 and B 32x128 as 1024 chunks of 4 floats each, 4 of each per thread; chunk c lands at slot + 4c.
@@ -386,36 +388,11 @@ __device__ __forceinline__ int b_offset(int n, int k_octet) {    // in halves
 }
 
 __device__ __forceinline__ uint64_t descriptor(const __half* tile) {
-    const uint64_t addr = async_copy::smem_u32(tile);
-    return ((addr & 0x3FFFF) >> 4) | (uint64_t(OCTET_BYTES >> 4) << 16) | (uint64_t(CORE_BYTES >> 4) << 32);
+    return wgmma::desc(wgmma::desc_lo(async_copy::smem_u32(tile), OCTET_BYTES),
+                       wgmma::desc_hi(CORE_BYTES, wgmma::NO_SWIZZLE));
 }
 
-__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-
-// Registers an in-flight wgmma reads or writes must stay where they are until its wait: this empty asm
-// "modifies" them after the wait, so the compiler can neither reuse nor move them before it.
-template <int N>
-__device__ __forceinline__ void hold(float (&r)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
-}
-__device__ __forceinline__ void hold(unsigned (&r)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
-}
-
-// d (+)= a b: m64n128k16, fp16 inputs, fp32 accumulators; a from registers (mma.m16n8k16's A layout, warp w
-// of the warpgroup holding rows 16w .. 16w+15), b K-major in shared memory.  accumulate == 0 ignores d.
-__device__ __forceinline__ void mma(float (&d)[64], const unsigned (&a)[4], uint64_t b, int accumulate) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %68, 0;\n"
-        " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %69, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(accumulate), "l"(b));
-}
+using wgmma::commit, wgmma::fence, wgmma::hold, wgmma::mma, wgmma::wait;   // wgmma.cuh
 
 __device__ __forceinline__ unsigned half2_bits(__half2 h) { return *reinterpret_cast<const unsigned*>(&h); }
 
@@ -688,10 +665,12 @@ __device__ __forceinline__ void tcec_wgmma(int M, int N, int K, float alpha, con
             // A row or column with an inf or a NaN: its elements again, as SGEMM computes them.
             const bool bad_row = rm >= INF_BITS;
             if (col < N && (bad_row || cm0 >= INF_BITS))
-                D[row * ldd + col] = gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col), alpha, beta, C, ldc, row, col);
+                D[row * ldd + col] =
+                    gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col), alpha, beta, C, ldc, row, col);
             if (col + 1 < N && (bad_row || cm1 >= INF_BITS))
                 D[row * ldd + col + 1] =
-                    gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col + 1), alpha, beta, C, ldc, row, col + 1);
+                    gemm_epilogue(nonfinite_dot(A, lda, B, late.ldb, K, row, col + 1), alpha, beta, C, ldc, row,
+                                  col + 1);
         }
     }
 }

@@ -217,7 +217,8 @@ def _swizzle_tma() -> Impl:
 # Stage 14: wgmma fed by TMA (cuda_kernels/14_wgmma.cu), one registered form per technique added; calls whose
 # operands a tensor map cannot take go to stage 13's cp.async kernel.
 def _wgmma(entry: str, block: int, tile: tuple[int, int], persistent: bool = True, **kw) -> CudaTmaLaunch:
-    """A launch of cuda_kernels/14_wgmma.cu: A in boxes of (BM rows, 64 k), B in 64x64 boxes."""
+    """A launch of cuda_kernels/14_wgmma.cu: A in boxes of (BM rows, 64 k), B in 64x64 boxes.  `persistent` is the
+    kernel's own Shape field: a kernel without it computes blockIdx's tile only, so its grid has a block per tile."""
     return CudaTmaLaunch("14_wgmma.cu", entry, (block, 1, 1), tile, pairs=HALF_IO_TAGS, a_box=(tile[0], 64),
                          b_box=(64, 64), unaligned=SWIZZLE, persistent=persistent, **kw)
 
@@ -238,14 +239,16 @@ def _wgmma_stage() -> list[Impl]:
     forms = [   # (name suffix, launch, title): the ladder, one technique a step
         ("-1wg", _wgmma("wgmma_1wg_{pair}", 128, (64, 256), False), "one warpgroup, TMA"),
         ("-ws", _wgmma("wgmma_ws_{pair}", **ws, persistent=False), "producer + two consumer warpgroups"),
-        ("-persistent", _wgmma("wgmma_ws_{pair}", **ws), "warp-specialized, persistent"),
+        ("-persistent", _wgmma("wgmma_persistent_{pair}", **ws), "warp-specialized, persistent"),
         ("-cluster", _wgmma("wgmma_cluster_{pair}", **ws, cluster=2), "persistent, clusters of 2, B multicast"),
+        ("-tma-store", _wgmma("wgmma_tma_store_{pair}", **ws, cluster=2, d_box=(64, 64)),
+         "clusters of 2, TMA-store epilogue"),
         # wgmma_wide spills its 8-byte tile counter (192 accumulators and ~40 live values pass 232 registers): one
         # local load and store a tile, none in the k-loop (its SASS).  Both grids balanced: the H100 probes of
         # docs/14_wgmma.md, "Balanced persistent grids" (0.8-1.2 points at 4096^3, no change beyond the spread
         # at 8192^3).
         ("", CudaModelDispatch((WGMMA_WIDE, WGMMA_TMA), cost=WIDE_COST),
-         "persistent, TMA-store epilogue"),
+         "two tiles by a model, TMA-store epilogue"),
     ]
     return [
         *(_tc_impl(f"cuda:{s.key}{suffix}", "cuda", s, HALF_IO, launch, _cuda_sources(src), f"{s.title} ({title})")
@@ -335,10 +338,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:14_wgmma": {     # the TMA-store form in clusters of 2 sharing B by multicast (docs/14_wgmma.md: no faster)
-        "cluster": _wgmma("x14_cltma_{pair}", 384, (128, 256), cluster=2, d_box=(64, 64), defines=("WGMMA_EXPLORE",),
-                          aligned_only=True),
-        # its 256x192 tiles without clusters (docs/14_wgmma.md: slower than with them)
+    "cuda:14_wgmma": {     # its 256x192 tiles without clusters (docs/14_wgmma.md: slower than with them)
         "t256x192": _wgmma("x14_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
                            aligned_only=True),
         # the dispatch's two kernels alone, at every size (balanced grids, as registered), and the 128x256 one on
