@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("plotly", reason="the report's figures need plotly (the GPU image lacks it)")
+
 from study.core.shapes import QUICK_SQUARE
 from study.measure.frame import load_results
 from study.present import report

@@ -15,6 +15,8 @@ from urllib.parse import unquote
 import pandas as pd
 import pytest
 
+pytest.importorskip("plotly", reason="the report's figures need plotly (the GPU image lacks it)")
+
 from study.core.stages import STAGES
 from study.measure.frame import load_results
 from study.measure import audit
