@@ -27,7 +27,7 @@ from study import registry
 from study.launch.build import NVCC_FLAGS, build, nvcc_version
 
 EVIDENCE = evidence.EVIDENCE
-AWAITING_GPU: set[str] = {"triton:14_wgmma-tma"}     # new in r14-triton: not yet run on a GPU
+AWAITING_GPU: set[str] = set()
 AWAITING_SANITIZER: set[str] = set()
 
 
