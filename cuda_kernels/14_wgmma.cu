@@ -28,17 +28,16 @@
 //              its peak; the copy engine does the address work; the TMA-store epilogue (per 64x64 piece, 4
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
-//              ncu: L2 bytes 1.45 -> 1.37 GB in all at fp16 4096^3): within a point of -persistent at 4096^3,
-//              3-5 points faster at 8192^3, where the power limit sets the clock (the sweeps of aa433d3).
-// Measured:    H100 SXM, the sweep of aa433d3, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active):
-//              stage 13's TMA form 476.1 (64%; 83%) -> -1wg 486.2 (65%; 56%: one warpgroup waits on its own
-//              wgmmas) -> -ws 646.3 (87%; 79%: two consumers keep the pipe fed) -> -persistent 653.2 (88%; 82%)
-//              -> -cluster 657.9 (88%; 81%, L2 bytes 1.45 -> 1.37 GB) -> cuda:14_wgmma: 743.5 (99.98%; 94.3%,
-//              cuBLAS's 95.0%), 671.7 at 8192^3 (100.3%, wgmma_wide's tiles); bf16 765.1 (101.5%) and 699.1
-//              (99.2%).  H200: 98.6-102.7%.  In that sweep -1wg and -ws ran a kernel with the tile loop, on a block
-//              per tile (one pass each); compiled without it now, they are predicted to run the same.  -tma-store
-//              was not in it: predicted near cuda:14_wgmma at 4096^3 and 8192^3 (the same kernel, probed as the
-//              variant "cluster" of docs/14_wgmma.md, ran at 98.4-101.9% of cuBLAS on the H100).
+//              ncu: L2 bytes 1.49 -> 1.37 GB in all at fp16 4096^3): within a point of -persistent at 4096^3,
+//              1-3 points faster at 8192^3 on the H100 (the sweep of bcfb91e) and 3-5 points on the H200 (the
+//              sweep of aa433d3), where the power limit sets the clock.
+// Measured:    H100 SXM, the sweep of bcfb91e, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active, profiled
+//              at bcfb91e for -1wg, -ws and -tma-store, at 8a0f29b for the others): stage 13's TMA form 472.2
+//              (64%; 83%) -> -1wg 522.2 (71%; 64%: one warpgroup waits on its own wgmmas) -> -ws 635.9 (87%; 80%:
+//              two consumers keep the pipe fed) -> -persistent 651.0 (89%; 82%) -> -cluster 654.7 (89%; 82%, L2
+//              bytes 1.49 -> 1.37 GB) -> -tma-store 723.2 (98%; 93%) -> cuda:14_wgmma: 724.8 (98.7%, not a tie:
+//              its p20-p80 times lie above cuBLAS's; 94.4%, cuBLAS's 94.8%), 664.4 at 8192^3 (101.2%, wgmma_wide's
+//              tiles); bf16 751.4 (101.1%) and 703.6 (101.9%).  H200 (the sweep of aa433d3): 98.6-102.7%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call

@@ -76,3 +76,24 @@ def test_entries_carry_dates_and_commits(name):
     assert entries, f"{name} has no entries"
     undated = [e.splitlines()[0] for e in entries if not (DATE.search(e) and COMMIT.search(e))]
     assert undated == []
+
+
+def _stage_sources() -> list[Path]:
+    return sorted([*(ROOT / "cuda_kernels").glob("*.cu"), *(ROOT / "cuda_kernels").glob("*.cuh"),
+                   *(ROOT / "triton_kernels").glob("*.py"), *(ROOT / "triton_kernels" / "gluon").glob("*.py")])
+
+
+def test_stage_files_fit_120_columns():
+    long = [f"{p.relative_to(ROOT)}:{i}" for p in _stage_sources()
+            for i, line in enumerate(p.read_text().splitlines(), 1) if len(line) > 120]
+    assert len(_stage_sources()) > 40 and not long, f"lines over 120 columns: {long}"
+
+
+def test_the_wgmma_machinery_is_written_once():
+    """Stages 14 and 15 both take descriptors, fences and the wgmma instruction from cuda_kernels/wgmma.cuh."""
+    for name in ("14_wgmma.cu", "15_tcec.cu"):
+        text = (ROOT / "cuda_kernels" / name).read_text()
+        assert '#include "wgmma.cuh"' in text, name
+        assert not re.search(r'"[^"\n]*wgmma\.(fence|commit_group|wait_group|mma_async)', text), \
+            f"{name} spells a wgmma instruction in its own asm"
+    assert "wgmma.mma_async" in (ROOT / "cuda_kernels" / "wgmma.cuh").read_text()

@@ -26,12 +26,15 @@ Why faster: against stage 12, wgmma replaces ldmatrix + mma.sync (no operand in 
             tile replaces every thread's cp.async address work.  Persistence (triton:14_wgmma against -tma):
             no program launch and prologue per tile, and each tile's epilogue overlaps the next tile's copies.
             Predicted for triton:14_wgmma-tma: a few points of cuBLAS below the persistent form at 4096^3 and
-            8192^3 (not yet run on a GPU).
-Measured:   triton:14_wgmma (stage 13's kernel under this name) on an H100: 725.1 TFLOP/s fp16 at 4096^3, and
-            97.5-100.2% of cuBLAS over fp16 and bf16 at 4096^3 and 8192^3 (reports/h100/results.csv).  On an H200
-            99.1-100.1% at the same four (reports/h200/results.csv).  ncu at 4096^3 fp16 on the H100: tensor pipe
-            active 93.0% (cuBLAS 94.8%), L2 bytes 0.92 GB (reports/h100/profile.csv).  triton:14_wgmma-tma: not
-            yet run on a GPU.
+            8192^3 (before it ran; measured below).
+Measured:   triton:14_wgmma (stage 13's kernel under this name) on an H100, the sweep of bcfb91e: 718.0 TFLOP/s fp16
+            at 4096^3, and 97.8-101.7% of cuBLAS over fp16 and bf16 at 4096^3 and 8192^3 (reports/h100/results.csv).
+            On an H200 (the sweep of aa433d3) 99.1-100.1% at the same four (reports/h200/results.csv).  ncu at
+            4096^3 fp16 on the H100: tensor pipe active 93.0% (cuBLAS 94.8%), L2 bytes 0.92 GB
+            (reports/h100/profile.csv).  triton:14_wgmma-tma on the H100, the same sweep: 703.4 TFLOP/s fp16 at
+            4096^3, 95.8-101.3% of cuBLAS over the four; 1.5-2.0 points below the persistent form at 4096^3, and
+            at 8192^3 within a point of it (fp16 below, bf16 above).  ncu at 4096^3 fp16: tensor pipe active
+            91.0%, L2 bytes 1.10 GB.
 Ragged edges: on aligned operands ragged M, N, K stay on the TMA path: loads past the edge read zeros, stores
             past the edge are clipped by the hardware.  beta == 0 (HAS_C=False) compiles no read of C.
 Alignment:  TMA needs 16-byte aligned base addresses and leading dimensions (A, B, D, and C when read).  Both

@@ -29,11 +29,12 @@ Why faster: Stage 13's warps spend issue slots on ldmatrix, mma.sync and copy ad
             overlaps a tile's epilogue with the next tile's copies; the TMA-store epilogue (per 64x64 piece a
             pass through shared memory and one TMA store, against 4-byte stores a thread) frees the consumers
             sooner.
-Measured:   gluon:14_wgmma on the H100 (reports/h100/results.csv): 745.8 fp16 and 768.0 bf16 TFLOP/s at 4096^3
-            (100.3% and 101.9% of cuBLAS), 690.7 and 717.5 at 8192^3 (103.1%, 101.8%); on the H200 101.1-101.7%
-            at all four; gluon:13_swizzle was 59-64%.  The three other forms are not measured yet: predicted, the
-            CUDA ladder's order (its sweep: -1wg about stage 13's speed, -ws and -persistent 20-25 points of
-            cuBLAS above it, the TMA-store epilogue about 12 more), -1wg somewhat below CUDA's (its bar.syncs).
+Measured:   gluon:14_wgmma on the H100, the sweep of bcfb91e (reports/h100/results.csv): 734.4 fp16 and 757.0 bf16
+            TFLOP/s at 4096^3 (100.0% and 101.9% of cuBLAS), 671.8 and 695.8 at 8192^3 (102.3%, 100.8%); on the
+            H200 (the sweep of aa433d3) 101.1-101.7% at all four; gluon:13_swizzle was 60-64% on the H100, 59-64%
+            on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 582.5 (79%), -ws 643.6 (88%),
+            -persistent 669.2 (91%), the CUDA ladder's order; over the four calls -1wg ran at 1.10-1.13x CUDA's
+            -1wg.  It had been predicted somewhat below CUDA's (its bar.syncs).
 Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole.  Stores from registers mask rows
             at M; a 32-column piece that crosses N masks each column, one wholly left of N moves column pairs as
             4-byte accesses.  The TMA store clips D at M and N.  beta == 0 (HAS_C=False) compiles no read of C.
