@@ -1,6 +1,6 @@
 """The committed reports/ rendered afresh, once per test session: its data (every file but the pages and images)
 copied into a temporary tree, a stale plotly.min.js left in each GPU folder as an earlier renderer did, and the
-tree rendered exactly as `python -m study.report` renders reports/.  Tests that change a tree copy it first."""
+tree rendered exactly as `python -m study.report --stale` renders reports/.  Tests that change a tree copy it first."""
 from __future__ import annotations
 
 import atexit
@@ -22,5 +22,6 @@ def rendered_reports() -> Path:
     shutil.copytree(REPO / "reports", root, ignore=shutil.ignore_patterns("*.html", "*.png", "plotly.min.js"))
     for gpu in GPUS:
         (root / gpu / "plotly.min.js").write_text("stale copy")
-    assert main(["--dir", str(root)]) == 0
+    # A report with rows measured on code that has changed since is committed with them marked (--stale).
+    assert main(["--dir", str(root), "--stale"]) == 0
     return root
