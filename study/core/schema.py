@@ -30,6 +30,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "registers", "smem_bytes", "spills",   # per thread / per block / bytes; empty for cuBLAS
     "sm_clock_mhz",   # mean SM clock sampled by NVML while this row was timed
     "gpu",
+    "gpu_index",      # the GPU the row ran on: its CUDA index in the process (a torchrun rank's LOCAL_RANK)
+    "gpu_uuid",       # and its UUID, unique across a host's and a cluster's GPUs (study/measure/shard.py)
     "commit",
     "impl_key",       # the implementation's code key when measured (study/measure/evidence.py): a row whose key is not the
                       # current one measured other code, and is stale (python -m study.evidence --stale)

@@ -6,6 +6,8 @@ environment.json, ceilings.json, plots, index.html.
     python -m study.sweep                         # the full ladder 128..8192 plus Llama 3 projection shapes
     python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
     python -m study.sweep --resume                # skip rows already in results.csv
+    python -m study.sweep --gpus all              # every GPU of the host, one torchrun rank each
+    torchrun --nproc-per-node 4 -m study.sweep    # the same, started by hand (also --nnodes: study/measure/shard.py)
 
 Rows are appended to results.csv as they are measured, so an interrupted sweep loses nothing.  For every
 (shape, dtype) the cuBLAS row of matching precision is timed first, adjacent to the rows it normalises.
@@ -21,8 +23,10 @@ from pathlib import Path
 from study.core import cli
 from study import registry
 from study.core.clock import IDLE_MIN_CALL_MS
+from study.core.paths import CUDA_DIR
 from study.core.schema import RESULT_COLUMNS
 from study.core.shapes import LLAMA3, PRESETS, QUICK_SQUARE, SQUARE
+from study.measure import shard
 
 REPORTS = registry.ROOT / "reports"
 
@@ -72,26 +76,20 @@ def select(stages: str, backends: str) -> list[registry.Impl]:
     return chosen
 
 
-def _key(row) -> tuple:
-    return (row["impl"], row["dtype"], int(row["M"]), int(row["N"]), int(row["K"]),
-            float(row["alpha"]), float(row["beta"]))
+_key = shard.row_key
 
 
 class ResultsFile:
-    """results.csv, appended and flushed row by row; with resume, the rows already there are kept."""
+    """results.csv, appended and flushed row by row; with resume, the rows already there are kept (a file of an
+    older header is first rewritten in the current one)."""
 
     def __init__(self, path: Path, resume: bool):
         self.path = path
-        self.done: dict[tuple, dict] = {}
-        if resume and path.exists():
-            with path.open() as f:
-                for row in csv.DictReader(f):
-                    self.done[_key(row)] = row
-        fresh = not (resume and path.exists())
-        self.f = path.open("w" if fresh else "a", newline="")
-        self.w = csv.DictWriter(self.f, RESULT_COLUMNS)
-        if fresh:
-            self.w.writeheader()
+        kept = shard.read_rows(path) if resume else []
+        self.done: dict[tuple, dict] = {_key(row): row for row in kept}
+        shard.write_rows(path, [], append=resume)     # the header alone, or none appended to the rows there
+        self.f = path.open("a", newline="")
+        self.w = csv.DictWriter(self.f, RESULT_COLUMNS, extrasaction="ignore", restval="")
 
     def write(self, row: dict):
         self.w.writerow(row)
@@ -140,6 +138,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
     ap.add_argument("--shapes", default="all", help="square, llama3, all, or MxNxK[,MxNxK...] (default: all)")
     ap.add_argument("--quick", action="store_true", help="fewer square sizes, no llama3 shapes, half the timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
+    ap.add_argument("--gpus", default=None, help="'all' or a count: that many GPUs of this host, one torchrun rank "
+                                                "each (study/measure/shard.py); default: this process's one GPU")
     ap.add_argument("--refresh-stale", action="store_true",
                     help="like --resume, but first drop the rows measured on code that has changed since (stale: "
                          "python -m study.evidence --stale), so that only those, and missing rows, are measured")
@@ -169,12 +169,32 @@ def main(argv: list[str] | None = None, render=None) -> int:
                  f"known: {', '.join(every)}")
     shapes = parse_shapes("square" if args.quick and args.shapes == "all" else args.shapes, args.quick)
     impls = select(args.stages, args.backends)
+    if args.gpus not in (None, "all") and not (args.gpus.isdigit() and int(args.gpus) > 0):
+        ap.error(f"--gpus: {args.gpus!r} is neither 'all' nor a count of GPUs")
 
     import torch
     if not torch.cuda.is_available():
         print("study.sweep: no CUDA GPU is visible here, so nothing can be measured.\n"
               "The committed results still render: python -m study.report", file=sys.stderr)
         return 2
+    w = shard.world()
+    if args.gpus and not w.distributed:
+        n = torch.cuda.device_count() if args.gpus == "all" else int(args.gpus)
+        if n > 1:
+            return _torchrun(n, argv if argv is not None else sys.argv[1:])
+    if w.distributed and (args.profile or args.idle_timings):
+        ap.error("--profile and --idle-timings run on one GPU: start them without torchrun")
+    store = None
+    if w.distributed:
+        import torch.distributed as dist
+        torch.cuda.set_device(w.local_rank)
+        store = shard.init(w)
+        names = [None] * w.size
+        dist.all_gather_object(names, torch.cuda.get_device_name())
+        if error := shard.one_model(names, gpu_slug):
+            if w.rank == 0:
+                print(error, file=sys.stderr)
+            return 2
     args.out = args.out or REPORTS / gpu_slug(torch.cuda.get_device_name())
     if args.profile:
         from study.measure import ncu
@@ -196,49 +216,67 @@ def main(argv: list[str] | None = None, render=None) -> int:
     device = torch.device("cuda", torch.cuda.current_device())
 
     env = environment.collect(device)
+    gpu = {"gpu_index": device.index, "gpu_uuid": _uuid(device)}
     runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
-                    context={"gpu": env["gpu"], "commit": env["commit"]}, max_clock_mhz=env.get("sm_clock_max_mhz"))
+                    context={"gpu": env["gpu"], "commit": env["commit"], **gpu}, max_clock_mhz=env.get("sm_clock_max_mhz"))
     if args.idle_timings:     # the sweep's environment.json stays; it only notes when and where this ran
         path = args.out / "environment.json"
         recorded = json.loads(path.read_text()) if path.exists() else {}
         recorded["idle_timings"] = {k: env.get(k) for k in ("date", "commit", "gpu", "driver")}
         path.write_text(json.dumps(recorded, indent=2))
         return add_idle_timings(args.out / "results.csv", runner)
-    env["sweep_args"] = " ".join(argv if argv is not None else sys.argv[1:])
-    (args.out / "environment.json").write_text(json.dumps(env, indent=2))
-    if not args.no_ceilings and not ((args.resume or args.refresh_stale) and (args.out / "ceilings.json").exists()):
-        print("measuring ceilings ...", flush=True)
-        ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
+    gpus = [gpu]
+    if w.distributed:
+        gpus = [None] * w.size
+        dist.all_gather_object(gpus, {"rank": w.rank, "host": w.host, **gpu})
+    env.update(sweep_args=" ".join(argv if argv is not None else sys.argv[1:]), ranks=w.size, gpus=gpus)
+    if w.rank == 0:
+        (args.out / "environment.json").write_text(json.dumps(env, indent=2))
+        if not args.no_ceilings and not ((args.resume or args.refresh_stale) and (args.out / "ceilings.json").exists()):
+            print("measuring ceilings ...", flush=True)
+            ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
 
-    from study.measure.evidence import Keys
-    keys = Keys(impls)                 # what each row measured: a later change to the code makes the row stale
-    if args.refresh_stale:
-        print(f"dropped {drop_stale(args.out / 'results.csv')} stale rows; measuring them again", flush=True)
-        args.resume = True
-    results = ResultsFile(args.out / "results.csv", args.resume)
+    keys = _warm(impls, device, w)     # what each row measured: a later change to the code makes the row stale
     groups = list(plan(impls, shapes, dtypes))
-    t0, measured = time.time(), []
-    with tqdm(total=sum(len(g[-1]) for g in groups), unit="row", dynamic_ncols=True) as bar:
-        for (M, N, K, shape_set, dtype, ordered) in groups:
-            base_rows: dict[str, dict] = {}
-            for impl in ordered:
-                bar.set_description(f"{impl.name} {dtype} {M}x{N}x{K}")
-                key = (impl.name, dtype, M, N, K, args.alpha, args.beta)
-                base_impl = registry.baseline_for(dtype, impl.precision(dtype))
-                base = base_rows.get(base_impl.name) if base_impl and base_impl is not impl else None
-                if key in results.done:
-                    row = results.done[key]
-                else:
-                    row = runner.measure(impl, dtype, M, N, K, args.alpha, args.beta, shape_set, base)
-                    row["impl_key"] = keys.code_key(impl.name)
-                    results.write(row)
-                    measured.append(row)
-                if impl is base_impl:
-                    base_rows[impl.name] = {"impl": row["impl"], "tflops": _num(row["tflops"])}
-                bar.update()
 
+    def measure(impl, dtype, M, N, K, alpha, beta, shape_set, base):
+        if w.rank == 0:
+            bar.set_description(f"{impl.name} {dtype} {M}x{N}x{K}")
+        row = runner.measure(impl, dtype, M, N, K, alpha, beta, shape_set, base)
+        row["impl_key"] = keys.code_key(impl.name)
+        return row
+
+    t0 = time.time()
+    with tqdm(total=sum(len(g[-1]) for g in groups), unit="row", dynamic_ncols=True, disable=w.rank != 0) as bar:
+        if w.distributed:
+            def progress(done, total):
+                bar.n = done
+                bar.refresh()
+            measured = shard.run(groups, args.out, w, store, measure=measure, resume=args.resume or args.refresh_stale,
+                                 alpha=args.alpha, beta=args.beta, budget_ms=runner.budget_ms,
+                                 refresh=_refresh if args.refresh_stale else None, on_row=progress)
+            dist.destroy_process_group()
+            if w.rank != 0:
+                return 0
+        else:
+            if args.refresh_stale:
+                _refresh(args.out / "results.csv")
+                args.resume = True
+            results, measured = ResultsFile(args.out / "results.csv", args.resume), []
+
+            def write(row):
+                results.write(row)
+                measured.append(row)
+
+            for group in groups:
+                for _ in shard.sweep_group(group, results.done, measure, write, args.alpha, args.beta):
+                    bar.update()
+
+    wall = time.time() - t0
+    env["sweep_wall_s"] = round(wall, 1)
+    (args.out / "environment.json").write_text(json.dumps(env, indent=2))
     failed = [r for r in measured if str(r["passed"]) != "True"]
-    print(f"study.sweep: {len(measured)} rows measured in {time.time() - t0:.0f} s on {env['gpu']}, "
+    print(f"study.sweep: {len(measured)} rows measured in {wall:.0f} s on {env['gpu']} x {w.size}, "
           f"{len(measured) - len(failed)} passed, {len(failed)} failed -> {args.out / 'results.csv'}")
     for r in failed:
         print(f"  FAILED {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']}: {r['error']}")
@@ -246,6 +284,61 @@ def main(argv: list[str] | None = None, render=None) -> int:
     if render is not None and not args.no_report:
         print(f"report: {render(args.out)}")
     return 1 if failed else 0
+
+
+def _uuid(device) -> str:
+    """The GPU's UUID as nvidia-smi prints it (GPU-xxxxxxxx-...)."""
+    import torch
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", "")
+    return f"GPU-{uuid}" if uuid else ""
+
+
+def _refresh(path: Path):
+    print(f"dropped {drop_stale(path)} stale rows; measuring them again", flush=True)
+
+
+def _warm(impls, device, w: shard.World):
+    """The selected CUDA kernels built and the implementations' code keys computed (Triton's and Gluon's compile
+    their units offline): by each host's local rank 0 first, into the shared caches (both write by atomic rename),
+    so that the other ranks find them built: once per host, not once per rank."""
+    import torch
+
+    from study.launch.build import arch_for_capability, build
+    from study.measure.evidence import Keys
+
+    def warm():
+        keys = Keys(impls)
+        arch = arch_for_capability(*torch.cuda.get_device_capability(device))
+        for source, flags in sorted({(c.source, c.flags()) for i in impls for c in registry.cuda_launches(i)}):
+            build(CUDA_DIR / source, arch, flags)
+        for impl in impls:
+            keys.code_key(impl.name)
+        return keys
+
+    if not w.distributed:
+        return Keys(impls)            # computed as rows need them
+    import torch.distributed as dist
+    keys = warm() if w.local_rank == 0 else None
+    dist.barrier()
+    return keys or warm()
+
+
+def _torchrun(n: int, argv: list[str]) -> int:
+    """python -m study.sweep --gpus N: this process becomes torchrun running the same sweep, one rank per GPU of
+    this host (exec, so a signal to it, a time limit's too, reaches torchrun, which stops its ranks)."""
+    import os
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--gpus":
+            skip = True
+        elif not a.startswith("--gpus="):
+            rest.append(a)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}",
+           "-m", "study.sweep", *rest]
+    print("study.sweep:", " ".join(cmd[1:]), flush=True)
+    os.execv(sys.executable, cmd)
 
 
 def _num(v):

@@ -29,15 +29,18 @@ class Timing:
 
 
 class L2Flusher:
-    """Writing a buffer of 2x the L2 size evicts whatever the previous call left there, so every timed
-    call starts with cold caches; nothing it does falls between the timing events."""
+    """Reading a buffer of 2x the L2 size evicts whatever the previous call left there, its dirty lines written
+    back now, so every timed call starts with cold caches; nothing it does falls between the timing events.  It
+    reads rather than writes: a write leaves L2 full of its own dirty lines, and the timed call would pay for
+    writing them back (docs/method.md, "L2 flush")."""
 
     def __init__(self, device: torch.device):
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
-        self.buf = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.int32, device=device)
+        self.buf = torch.ones(max(2 * l2, 64 << 20) // 4, dtype=torch.int32, device=device)
+        self.sink = torch.empty((), dtype=torch.int64, device=device)
 
     def __call__(self):
-        self.buf.zero_()
+        torch.sum(self.buf, dim=0, out=self.sink)
         # Then keep the GPU busy ~100 us (at ~2 GHz) while the host launches the timed call, so the start
         # event fires right before the kernel: the events bracket GPU work, not Python launch overhead.
         torch.cuda._sleep(200_000)

@@ -15,8 +15,16 @@ CEILING_NAMES = {"dram_gbps": "DRAM bandwidth", "l2_gbps": "L2 bandwidth", "smem
 def environment_rows(env: dict | None) -> list[tuple[str, str]]:
     if not env:
         return []
-    keys = [k for k in ENV_ORDER if k in env] + [k for k in env if k not in ENV_ORDER]
+    keys = [k for k in ENV_ORDER if k in env] + [k for k in env if k not in ENV_ORDER and k != "gpus"]
     return [(k, fmt_value(k, env[k])) for k in keys]
+
+
+def gpu_rows(env: dict | None, df) -> list[dict]:
+    """The GPUs a sweep ran on (environment.json's gpus: one per torchrun rank), each with its count of rows."""
+    gpus = (env or {}).get("gpus") or []
+    counts = df["gpu_uuid"].value_counts().to_dict() if df is not None and "gpu_uuid" in df else {}
+    return [{"rank": g.get("rank", 0), "host": g.get("host", ""), "index": g.get("gpu_index", ""),
+             "uuid": g.get("gpu_uuid", ""), "rows": counts.get(g.get("gpu_uuid"), 0)} for g in gpus]
 
 
 def _unit(key: str) -> str:
@@ -47,5 +55,6 @@ def ceiling_rows(ceilings: dict | None) -> list[dict]:
 def build(ctx) -> dict:
     c = ctx.ceilings or {}
     measured = {k: v for k, v in (c.get("measured") or {}).items() if positive(v)}
-    return {"env": environment_rows(ctx.env), "ceilings": ceiling_rows(ctx.ceilings), "measured": bool(measured),
+    return {"env": environment_rows(ctx.env), "gpus": gpu_rows(ctx.env, ctx.df),
+            "ceilings": ceiling_rows(ctx.ceilings), "measured": bool(measured),
             "source": (c.get("datasheet") or {}).get("source", ""), "gpu": c.get("gpu", "")}
