@@ -84,8 +84,25 @@ def _num(s: pd.Series) -> pd.Series:
 
 
 def _ceilings(report_dir: Path) -> dict | None:
+    """ceilings.json, each unit's ceilings joined by the best cuBLAS row of the sweep in its precision ("<unit>_
+    cublas_rows", at that row's clock): the library's GEMM at its best shape is as much a measured reach of the
+    unit as its 8192^3 call, which runs power-limited on an H200 (there cuBLAS fp16 at 2048x8192x8192 ran 1.9%
+    above it, the sweep of 802a346, and a Gluon row 0.3% above that)."""
     path = Path(report_dir) / "ceilings.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    c = json.loads(path.read_text())
+    df = _read(Path(report_dir) / "results.csv")
+    if df is None or not len(df):
+        return c
+    rows = df[(df["backend"] == "cublas") & df["precision"].map(lambda p: UNIT_OF.get(p, ("", 0))[1] == 1)]
+    rows = rows.assign(_tflops=_num(rows["tflops"]), _unit=rows["precision"].map(lambda p: UNIT_OF[p][0]))
+    for unit, group in rows[rows["_tflops"] > 0].groupby("_unit"):
+        best = group.loc[group["_tflops"].idxmax()]
+        c.setdefault("measured", {})[f"{unit}_cublas_rows"] = float(best["_tflops"])
+        c.setdefault("sm_clock_mhz", {})[f"{unit}_cublas_rows"] = float(pd.to_numeric(best["sm_clock_mhz"],
+                                                                                      errors="coerce"))
+    return c
 
 
 def _call(r) -> tuple:

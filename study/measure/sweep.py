@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
     env = environment.collect(device)
     gpu = {"gpu_index": device.index, "gpu_uuid": _uuid(device)}
     runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
-                    context={"gpu": env["gpu"], "commit": env["commit"], **gpu}, max_clock_mhz=env.get("sm_clock_max_mhz"))
+                    context={"gpu": env["gpu"], "commit": env["commit"], **gpu},
+                    max_clock_mhz=env.get("sm_clock_max_mhz"))
     if args.idle_timings:     # the sweep's environment.json stays; it only notes when and where this ran
         path = args.out / "environment.json"
         recorded = json.loads(path.read_text()) if path.exists() else {}
