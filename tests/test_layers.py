@@ -49,7 +49,8 @@ def test_the_stage_check_sees_a_stage_number():
 GENERIC = ("study/measure/frame.py", "study/measure/accuracy.py",
            "study/present/figures.py", "study/present/report.py", "study/present/hierarchy.py",
            "study/present/formatting.py", "study/present/interactive.py", "study/present/findings.py",
-           "study/present/stage_pages.py", "study/present/stage_forms.py", *(f"study/present/sections/{m}.py" for m in (
+           "study/present/stage_pages.py", "study/present/stage_forms.py", "study/present/form_diffs.py",
+           *(f"study/present/sections/{m}.py" for m in (
                "__init__", "environment", "findings", "profile", "results", "rooflines", "sizes", "stages")))
 
 

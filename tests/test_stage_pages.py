@@ -1,7 +1,7 @@
 """The stage pages (study/present/stage_pages.py): one per stage, rendered from the fixture and from the committed
-H100 sweep into a temporary folder: its step chart against the stage before, its three forms in full-width tabs,
-each form's diff, its headline rows with their spread and clock, offline, with every link resolving, and at
-most 12 screens tall at 1400x900 in Chromium."""
+H100 sweep into a temporary folder: its step chart against the stage before, what each form of a stage adds
+against the form before, its three forms in full-width tabs, each form's diff, its headline rows with their
+spread and clock, offline, with every link resolving, and at most 12 screens tall at 1400x900 in Chromium."""
 from __future__ import annotations
 
 import json
@@ -483,3 +483,109 @@ def test_a_stage_with_several_forms_a_backend_has_the_ladder(rendered):
             assert 'id="ladder"' in html and ladder_rows(html), s.key
             assert ('data-cell="counter"' in html) == bool(s.step_counters), s.key
     assert laddered
+
+
+# --- What each form adds (study/present/form_diffs.py) ----------------------------------------------------------
+
+def adds_forms(page: str) -> dict[str, dict[str, str]]:
+    """backend -> impl -> the HTML of that form's entry in the page's "What each form adds" section, in order."""
+    section = page.split('<h2 id="adds"', 1)[1].split('<h2 id="forms"', 1)[0]
+    out = {}
+    for backend, body in re.findall(r'<section class="tabpanel adds"[^>]*data-backend="(\w+)"[^>]*>(.*?)</section>',
+                                    section, re.S):
+        out[backend] = dict(re.findall(r'class="adds" data-impl="([^"]+)">(.*?)(?=<(?:details|p) class="adds"|$)',
+                                       body, re.S))
+    return out
+
+
+def text(html: str) -> str:
+    import html as html_text
+    return html_text.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_form_symbols_are_the_registrys():
+    """Stage.form_symbols declares every registered form of each backend, in the registry's order; a CUDA form's
+    shapes are those its entries are instantiated from (entry wgmma_ws_{pair} from the line
+    `WGMMA_PAIR(..., wgmma_ws, Cfg<SPECIALIZED>, ...)`), several only for a CudaModelDispatch, in its order; a
+    Triton or Gluon form's first name is the function its TritonLaunch calls, in the stage's file."""
+    from study import registry
+    from study.launch.launchers import CudaModelDispatch
+    declared = [s for s in STAGES if s.form_symbols]
+    assert LADDER in declared
+    for s in declared:
+        for backend, forms in s.form_symbols.items():
+            impls = [i for i in registry.implementations(backend) if i.stage and i.stage.number == s.number]
+            assert list(forms) == [stage_forms.suffix(s, i.name) for i in impls], (s.key, backend)
+            for impl in impls:
+                names = forms[stage_forms.suffix(s, impl.name)]
+                if backend != "cuda":
+                    assert impl.launch.fn == names[0], impl.name
+                    assert form_path(s, backend).stem == impl.launch.module.split(".")[-1], impl.name
+                    continue
+                source = form_path(s, backend)
+                made = dict(re.findall(r"\(\s*\w+,\s*(\w+),\s*Cfg<(\w+)>", source.read_text()))
+                entries = [c.entry for c in registry.cuda_launches(impl) if c.source == source.name]
+                assert tuple(made[e.removesuffix("_{pair}")] for e in entries) == names, impl.name
+                assert (len(names) > 1) == isinstance(impl.launch, CudaModelDispatch), impl.name
+
+
+def test_the_page_shows_what_each_form_adds(ladder_page):
+    """Between the ladder and the sources, each backend's declared forms in order; a CUDA step is its shape lines
+    diffed and the kernel's lines that read the changed field, marked, with their line numbers; a Gluon or Triton
+    step the diff of the launcher and the kernel functions it runs."""
+    page, _ = ladder_page
+    assert page.index('id="ladder"') < page.index('id="adds"') < page.index('id="forms"')
+    shown = adds_forms(page)
+    assert {b: list(f) for b, f in shown.items()} == {
+        b: [f"{b}:{LADDER.key}{x}" for x in forms] for b, forms in LADDER.form_symbols.items()}
+    key = LADDER.key
+
+    persistent = shown["cuda"][f"cuda:{key}-persistent"]
+    assert f"against <code>cuda:{key}-ws</code>" in persistent and ".persistent false → true" in text(persistent)
+    added = [text(x) for x in re.findall(r'<span class="gi">(.*?)</span>', persistent)]
+    removed = [text(x) for x in re.findall(r'<span class="gd">(.*?)</span>', persistent)]
+    assert any(x.startswith("+constexpr Shape SCHEDULED{") and ".persistent = true" in x for x in added), added
+    assert any(x.startswith("-constexpr Shape SPECIALIZED{") and ".persistent" not in x for x in removed), removed
+    cu = form_path(LADDER, "cuda").read_text().splitlines()
+    reading = [n for n, line in enumerate(cu, 1) if "C::PERSISTENT" in line]
+    marked = [text(x) for x in re.findall(r'<span class="hll">(.*?)\n</span>', persistent, re.S)]
+    assert reading and [int(m.split()[0]) for m in marked] == reading, marked
+    assert all(cu[int(m.split()[0]) - 1].strip() in m for m in marked)
+
+    best = text(shown["cuda"][f"cuda:{key}"])
+    assert "CudaModelDispatch" in best and "WIDE: .stages 4 → 3" in best and "TMA_STORED: .cluster 2 → 1" in best
+
+    ws = shown["gluon"][f"gluon:{key}-ws"]
+    assert re.search(r'<span class="gi">\+def _loader_ws', ws) and re.search(r'<span class="gd">-def wgmma_1wg', ws)
+    assert re.search(r"\+\d+ −\d+ lines", ws)
+    triton = text(shown["triton"][f"triton:{key}"])
+    assert f"+# triton_kernels/{BY_NUMBER['13'].key}.py:" in triton and "+def tma_persistent_kernel(" in triton
+    for backend, forms in shown.items():                    # the first form has its code, no step
+        first = next(iter(forms.values()))
+        assert "the first form" in first and "<details" not in first, backend
+
+
+def test_a_missing_or_unreached_symbol_fails_loudly():
+    """A declared name the files do not define, or a kernel function the launcher does not reach, is an error that
+    names it, not an empty step."""
+    import dataclasses
+    from study.present import form_diffs
+    paths = {b: form_path(LADDER, b) for b in ("cuda", "triton", "gluon")}
+    declared = LADDER.form_symbols
+    for backend, suffix, names, error in (
+            ("cuda", "-persistent", ("NO_SUCH_SHAPE",), KeyError),
+            ("gluon", "-ws", ("gemm_ws", "wgmma_ws_kernel", "_no_such_partition"), KeyError),
+            ("gluon", "-ws", ("gemm_no_such_launcher", "wgmma_ws_kernel"), KeyError),
+            ("gluon", "-1wg", ("gemm_1wg", "wgmma_ws_kernel"), ValueError),
+            ("triton", "", ("gemm", "tma_tile_kernel"), ValueError)):
+        s = dataclasses.replace(LADDER, form_symbols={**declared, backend: {**declared[backend], suffix: names}})
+        wrong = next(n for n in names if n not in declared[backend][suffix])
+        with pytest.raises(error, match=wrong):
+            form_diffs.steps(s, paths)
+
+
+def test_only_a_stage_that_declares_several_forms_has_the_section(rendered):
+    out, _, nav = rendered
+    for s, p in zip(STAGES, nav):
+        html = (out / p["href"]).read_text(encoding="utf-8")
+        assert ('id="adds"' in html) == any(len(f) > 1 for f in s.form_symbols.values()), s.key

@@ -33,6 +33,14 @@ class Stage:
     # the previous stage's main form).  In the registry's order of the forms (study/registry.py; tests check it):
     # the stage page's measured ladder lists each backend's forms in this order.
     step_counters: dict[str, str] = field(default_factory=dict)
+    # What each form's code is, for the stage page's "What each form adds" (study/present/form_diffs.py): backend
+    # -> form name suffix, in the registry's order of the forms -> the names that define the form in the stage's
+    # file of that backend.  CUDA: the `constexpr Shape` its entries are instantiated from (`Cfg<NAME>`), or the
+    # shapes a dispatch picks between, in the dispatch's order.  Triton and Gluon: the registry's TritonLaunch
+    # function, then the kernel functions it runs (in that file, or a stage file it imports), named rather than
+    # followed, since one kernel may serve two forms and pick its functions by a constexpr argument.
+    # tests/test_stage_pages.py checks them against the registry; the page, that the launcher reaches each function.
+    form_symbols: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -184,6 +192,15 @@ STAGES: tuple[Stage, ...] = (
         # GB for the latter); the 256x192 tile dispatch brings the tensor pipe to 94%.
         step_counters={"-1wg": "instructions", "-tma": "tensor_pct", "-ws": "tensor_pct", "-persistent": "tensor_pct",
                        "-cluster": "l2_bytes", "-tma-store": "l2_bytes", "": "tensor_pct"},
+        form_symbols={
+            "cuda": {"-1wg": ("ONE_WARPGROUP",), "-ws": ("SPECIALIZED",), "-persistent": ("SCHEDULED",),
+                     "-cluster": ("CLUSTERED",), "-tma-store": ("CLUSTERED_TMA",), "": ("WIDE", "TMA_STORED")},
+            "triton": {"-tma": ("gemm_tma", "launch_tma_tiles", "tma_tile_kernel"),
+                       "": ("gemm", "launch_tma", "tma_persistent_kernel")},
+            "gluon": {"-1wg": ("gemm_1wg", "wgmma_1wg_kernel", "_load_ktile"),
+                      "-ws": ("gemm_ws", "wgmma_ws_kernel", "_loader_ws", "_consumer_ws"),
+                      "-persistent": ("gemm_persistent", "wgmma_ws_kernel", "_loader", "_consumer"),
+                      "": ("gemm", "wgmma_kernel", "_loader", "_consumer", "_epilogue_piece")}},
     ),
     Stage(
         "15", "tcec", "TCEC: fp32 GEMM on fp16 tensor cores with error correction",

@@ -5,15 +5,15 @@ A page holds, in order: the stage's title, seed citation, the CUDA file's header
 each backend's note (study/core/stages.py); a chart of this stage against the one before at 4096^3, TFLOP/s with
 its spread and the ncu counters that explain the step (study/present/stage_chart.py); where a backend has several
 forms of the stage, their measured ladder, form by form, with the counter the stage declares for each step
-(study/present/stage_forms.py); the three forms, a tab
-each at full width; each form's diff against the previous stage's file of the same backend; its rows of
-results.csv (the headline sizes, the rest folded); its ncu counters (profile.csv) and its claims against them
-(study/present/hierarchy.py); its compute-sanitizer records (gpu-evidence.json, as recorded: whether a record's
-key is current needs torch and Triton, which the report never imports; tests/test_evidence.py checks that); and
-what Triton emitted for its Triton and Gluon forms (ptx.json, written by python -m study.ptx).  gpu-evidence.json
-and ptx.json are repository-wide: they are read from the report's folder, its parent, or the repository's
-reports/, whichever has them first.  Sources and diffs sit in fixed-height scrolling panes, so a page's height
-does not grow with its files.
+(study/present/stage_forms.py); what each of those forms adds, its code against the form before's
+(study/present/form_diffs.py); the three forms, a tab each at full width; each form's diff against the previous
+stage's file of the same backend; its rows of results.csv (the headline sizes, the rest folded); its ncu counters
+(profile.csv) and its claims against them (study/present/hierarchy.py); its compute-sanitizer records
+(gpu-evidence.json, as recorded: whether a record's key is current needs torch and Triton, which the report never
+imports; tests/test_evidence.py checks that); and what Triton emitted for its Triton and Gluon forms (ptx.json,
+written by python -m study.ptx).  gpu-evidence.json and ptx.json are repository-wide: they are read from the
+report's folder, its parent, or the repository's reports/, whichever has them first.  Sources and diffs sit in
+fixed-height scrolling panes, so a page's height does not grow with its files.
 
 study.registry imports torch, so this module does not read it: a stage's forms are found by the registry's own
 naming rule (cuda_kernels/<key>.cu, triton_kernels/<key>.py, triton_kernels/gluon/<key>.py) and its
@@ -21,7 +21,6 @@ implementations by their names (<backend>:<key>[-<variant>]) and the results' st
 """
 from __future__ import annotations
 
-import difflib
 import re
 from itertools import takewhile
 from pathlib import Path
@@ -30,19 +29,18 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import CudaLexer, DiffLexer, PythonLexer
+from pygments.lexers import CudaLexer, PythonLexer
 
 from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
 from study.core.stages import STAGES, Stage
 from study.measure.frame import call_key, load_json
-from study.present import hierarchy, interactive, spread, stage_chart, stage_forms
+from study.present import form_diffs, hierarchy, interactive, spread, stage_chart, stage_forms
+from study.present.form_diffs import FORMATTER
 from study.present.formatting import fmt_num
 from study.present.spread import fmt_measure, tie
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 BACKENDS = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
-FORMATTER = HtmlFormatter(cssclass="hl")
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 HEADLINE_SIZES = (4096, 8192)      # the square sizes a stage page's results table shows unfolded
 
@@ -101,13 +99,8 @@ def diff(before: Stage | None, s: Stage, backend: str) -> dict | None:
     old = form_path(before, backend) if before else None
     if old is None or not old.exists():
         return {"new": True, "against": _rel(old) if old else "", "html": None, "added": 0, "removed": 0}
-    lines = list(difflib.unified_diff(old.read_text(encoding="utf-8").splitlines(),
-                                      path.read_text(encoding="utf-8").splitlines(),
-                                      fromfile=_rel(old), tofile=_rel(path), lineterm=""))
-    added = sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
-    removed = sum(ln.startswith("-") and not ln.startswith("---") for ln in lines)
-    return {"new": False, "against": _rel(old), "added": added, "removed": removed,
-            "html": Markup(highlight("\n".join(lines) + "\n", DiffLexer(), FORMATTER)) if lines else None}
+    texts = [p.read_text(encoding="utf-8").splitlines() for p in (old, path)]
+    return {"new": False, "against": _rel(old), **form_diffs.unified(*texts, _rel(old), _rel(path))}
 
 
 def forms(s: Stage, before: Stage | None = None) -> list[dict]:
@@ -246,7 +239,8 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
         html = template.render(
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
             before=before, header=header(cuda) if cuda.exists() else None, forms=forms(s, before), step=step,
-            ladder=ladder, plotly_js=plotly_js, notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
+            ladder=ladder, adds=form_diffs.steps(s, {b: form_path(s, b) for b in BACKENDS}), plotly_js=plotly_js,
+            notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
             rows=rows, protocol=spread.protocol([r["reps"] for r in rows], max_clock), counters=counters(report_dir, s),
             sanitizer=sanitizer(evidence, df, s), emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None,
             evidence_found=evidence is not None, tools=TOOLS, style=Markup(FORMATTER.get_style_defs(".hl")))
