@@ -30,8 +30,7 @@ EVIDENCE = evidence.EVIDENCE
 AWAITING_GPU: set[str] = set()
 # Stage 15's kernels: their SASS is unchanged by the move of the wgmma helpers into cuda_kernels/wgmma.cuh, but the
 # cubins' shared sections, and so their keys, changed; compute-sanitizer has not run on these keys yet.
-AWAITING_SANITIZER: set[str] = {"cuda:15_tcec", "cuda:15_tcec-markidis", "cuda:15_tcec-nocorr", "cuda:15_tcec-tf32",
-                                "cuda:15_tcec-bf16x6", "cuda:15_tcec-bf16x9"}
+AWAITING_SANITIZER: set[str] = set()
 
 
 @pytest.fixture(scope="session")

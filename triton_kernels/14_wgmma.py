@@ -29,7 +29,7 @@ Why faster: against stage 12, wgmma replaces ldmatrix + mma.sync (no operand in 
             8192^3 (before it ran; measured below).
 Measured:   triton:14_wgmma (stage 13's kernel under this name) on an H100, the sweep of bcfb91e: 718.0 TFLOP/s fp16
             at 4096^3, and 97.8-101.7% of cuBLAS over fp16 and bf16 at 4096^3 and 8192^3 (reports/h100/results.csv).
-            On an H200 (the sweep of aa433d3) 99.1-100.1% at the same four (reports/h200/results.csv).  ncu at
+            On an H200 (the sweep of 802a346) 98.8-101.3% at the same four (reports/h200/results.csv).  ncu at
             4096^3 fp16 on the H100: tensor pipe active 93.0% (cuBLAS 94.8%), L2 bytes 0.92 GB
             (reports/h100/profile.csv).  triton:14_wgmma-tma on the H100, the same sweep: 703.4 TFLOP/s fp16 at
             4096^3, 95.8-101.3% of cuBLAS over the four; 1.5-2.0 points below the persistent form at 4096^3, and

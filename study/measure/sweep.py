@@ -301,7 +301,9 @@ def _refresh(path: Path):
 def _warm(impls, device, w: shard.World):
     """The selected CUDA kernels built and the implementations' code keys computed (Triton's and Gluon's compile
     their units offline): by each host's local rank 0 first, into the shared caches (both write by atomic rename),
-    so that the other ranks find them built: once per host, not once per rank."""
+    so that the other ranks find them built: once per host, not once per rank.  Triton's JIT cache, which the
+    timed launches use, is Triton's: it writes by rename too, but a kernel two ranks first need at the same
+    moment is compiled by both."""
     import torch
 
     from study.launch.build import arch_for_capability, build

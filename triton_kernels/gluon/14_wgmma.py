@@ -31,7 +31,7 @@ Why faster: Stage 13's warps spend issue slots on ldmatrix, mma.sync and copy ad
             sooner.
 Measured:   gluon:14_wgmma on the H100, the sweep of bcfb91e (reports/h100/results.csv): 734.4 fp16 and 757.0 bf16
             TFLOP/s at 4096^3 (100.0% and 101.9% of cuBLAS), 671.8 and 695.8 at 8192^3 (102.3%, 100.8%); on the
-            H200 (the sweep of aa433d3) 101.1-101.7% at all four; gluon:13_swizzle was 60-64% on the H100, 59-64%
+            H200 (the sweep of 802a346) 100.3-102.1% at all four; gluon:13_swizzle was 60-64% on the H100, 59-63%
             on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 582.5 (79%), -ws 643.6 (88%),
             -persistent 669.2 (91%), the CUDA ladder's order; over the four calls -1wg ran at 1.10-1.13x CUDA's
             -1wg.  It had been predicted somewhat below CUDA's (its bar.syncs).
