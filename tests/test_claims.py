@@ -304,7 +304,7 @@ MUTATIONS = [
     ("cuda_kernels/13_swizzle.cu", "fp16 460.9 TFLOP/s", "fp16 477.4 TFLOP/s", "477.4 TFLOP/s"),
     ("triton_kernels/15_tcec.py", "(108.0 TFLOP/s", "(908.0 TFLOP/s", "908.0 TFLOP/s"),
     ("triton_kernels/15_tcec.py", "measured 2.1x", "measured 9.1x", "9.1x"),
-    ("triton_kernels/14_wgmma.py", "99.1-100.1%", "99.1-100.7%", "100.7%"),
+    ("triton_kernels/14_wgmma.py", "98.8-101.3%", "98.8-131.9%", "131.9%"),
     ("triton_kernels/gluon/11_wmma_async.py", "measured 53.6 TFLOP/s", "measured 52.6 TFLOP/s", "52.6 TFLOP/s"),
 ]
 

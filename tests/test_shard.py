@@ -134,3 +134,21 @@ def test_resume_rewrites_a_file_of_an_older_header(tmp_path):
     assert list(rows[0]) == list(RESULT_COLUMNS)
     assert [(r["impl"], r["commit"], r["gpu_uuid"]) for r in rows] == [("cublas", "abc", ""),
                                                                        ("cuda:01_naive", "abc", "GPU-1")]
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_a_triton_kernel_compiles_once_per_host(tmp_path, once):
+    """Three processes compiling one kernel at the same moment: with Triton's cache routed through
+    shard.CompileOnce (as the distributed sweep routes it) one compiles and two find it stored; without it, the
+    control, they compile side by side."""
+    import time
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}   # compiled, not interpreted
+    env.update(PYTHONPATH=str(ROOT), TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    if once:
+        env["TRITON_CACHE_MANAGER"] = "study.measure.shard:CompileOnce"
+    start, log = time.time() + 10, tmp_path / "log"
+    procs = [subprocess.Popen([sys.executable, str(WORKER.parent / "compile_once.py"), str(log), str(start)], env=env)
+             for _ in range(3)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    misses = sum(line.count("false") for line in log.read_text().splitlines())
+    assert misses == 1 if once else misses >= 2

@@ -21,11 +21,15 @@ is missing, and none twice.
 
 Each row names its GPU (gpu_index, gpu_uuid); ranks on GPUs of different models stop before measuring anything,
 so one report never mixes two models.  Only rank 0 prints a progress bar, fed by the others' counts in the store.
+Kernels compile once per host: the CUDA builds and the offline Triton compiles by each host's first rank before
+the others start (sweep.py _warm), the Triton kernels the rows launch through CompileOnce, a lock per kernel
+around Triton's own compile cache.
 """
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import os
 import socket
 import time
@@ -37,6 +41,7 @@ from study.core.schema import RESULT_COLUMNS
 PARTS = "parts"
 TIMEOUT = dt.timedelta(hours=24)     # a rank waits this long for the slowest one at the end (gloo's collectives)
 ROW_SETUP_S = 0.4                    # a row's time beyond its timed calls: inputs, the float64 judge, the launch
+LOCK_WAIT_S = 900.0                  # the longest a rank waits for another's compile of the same Triton kernel
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,69 @@ def init(w: World):
     from torch.distributed import distributed_c10d
     prefix = f"study-sweep/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
     return dist.PrefixStore(prefix, distributed_c10d._get_default_store())
+
+
+def compile_once_per_host():
+    """Route Triton's compile cache through CompileOnce (below), for this process and the ranks it starts."""
+    os.environ.setdefault("TRITON_CACHE_MANAGER", f"{__name__}:CompileOnce")
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_once():
+    """Triton's file cache, with one compile per host of each kernel (TRITON_CACHE_MANAGER names it; defined in a
+    function so that importing this module never imports Triton).  A compile that misses the cache holds an
+    exclusive lock on a file of its kernel's cache directory until it stores the kernel there (put_group: the
+    last step of triton.compile), so a second rank that asks for the same kernel meanwhile waits, then finds it
+    stored.  The lock goes with the manager (its compile failed) or after LOCK_WAIT_S, then the waiter compiles."""
+    import fcntl
+
+    from triton.runtime.cache import FileCacheManager
+
+    class CompileOnce(FileCacheManager):
+        fd: int | None = None
+
+        def get_group(self, filename):
+            group = super().get_group(filename)
+            if group is not None or not self.cache_dir:
+                return group
+            fd = os.open(os.path.join(self.cache_dir, ".compiling"), os.O_CREAT | os.O_RDWR)
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        os.close(fd)
+                        return None
+                    time.sleep(0.05)
+            group = super().get_group(filename)   # stored while this one waited: a hit
+            if group is not None:
+                os.close(fd)
+            else:
+                self.fd = fd
+            return group
+
+        def put_group(self, filename, group):
+            path = super().put_group(filename, group)
+            self._release()
+            return path
+
+        def _release(self):
+            if self.fd is not None:
+                os.close(self.fd)          # closing the file drops the lock
+                self.fd = None
+
+        def __del__(self):
+            self._release()
+
+    return CompileOnce
+
+
+def __getattr__(name):   # CompileOnce, built on first use
+    if name == "CompileOnce":
+        return _compile_once()
+    raise AttributeError(name)
 
 
 def one_model(names: list[str], slug) -> str | None:

@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None, render=None) -> int:
     store = None
     if w.distributed:
         import torch.distributed as dist
+        shard.compile_once_per_host()
         torch.cuda.set_device(w.local_rank)
         store = shard.init(w)
         names = [None] * w.size
@@ -301,9 +302,8 @@ def _refresh(path: Path):
 def _warm(impls, device, w: shard.World):
     """The selected CUDA kernels built and the implementations' code keys computed (Triton's and Gluon's compile
     their units offline): by each host's local rank 0 first, into the shared caches (both write by atomic rename),
-    so that the other ranks find them built: once per host, not once per rank.  Triton's JIT cache, which the
-    timed launches use, is Triton's: it writes by rename too, but a kernel two ranks first need at the same
-    moment is compiled by both."""
+    so that the other ranks find them built: once per host, not once per rank.  The Triton kernels the rows
+    launch compile once per host through shard.CompileOnce."""
     import torch
 
     from study.launch.build import arch_for_capability, build
