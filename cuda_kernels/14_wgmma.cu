@@ -77,6 +77,7 @@ struct Shape {
     bool tma_store = false;
     int bn = 256;
     int wg_m = 1;
+    bool warp_copies = false;   // -1wg only: no empty barriers; after a bar.sync each warp copies a box of the refill
 };
 
 // A shape's constants.  S: a constexpr Shape, by reference (C++17, the study's nvcc dialect, takes no template
@@ -85,6 +86,7 @@ template <const Shape& S>
 struct Cfg {
     static constexpr int CONSUMERS = S.consumers, STAGES = S.stages, CLUSTER = S.cluster, BN = S.bn, WG_M = S.wg_m;
     static constexpr bool PRODUCER_WG = S.producer_wg, PERSISTENT = S.persistent, TMA_STORE = S.tma_store;
+    static constexpr bool WARP_COPIES = S.warp_copies;
     static_assert(CONSUMERS > 0 && STAGES > 0 && CLUSTER > 0 && BN > 0 && WG_M > 0,
                   "a count left out before a given field (zero under nvcc -std=c++17): spell it");
     static constexpr int BM = 64 * WG_M * CONSUMERS, ACC = BN / 2;   // ACC: accumulators a thread per m64 block
@@ -104,6 +106,8 @@ struct Cfg {
                   "the block's register pool");
     static_assert(CLUSTER == 1 || PRODUCER_WG, "a cluster's blocks each have a producer warpgroup");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "the consumer body is instantiated per warpgroup: Wg<0>, Wg<1>");
+    static_assert(!WARP_COPIES || (!PRODUCER_WG && CONSUMERS == 1 && CLUSTER == 1 && B_BOXES == 4),
+                  "warp copies: one warpgroup's four warps, a box of B each");
 };
 
 // The operands' shared-memory descriptors (wgmma.cuh), 128-byte swizzle: A (K-major): rows 128 bytes apart,
@@ -279,6 +283,21 @@ struct Loader {
     __device__ void next() {   // a fresh barrier's phase of parity 1 counts as complete: the first pass waits not
         async_copy::mbar_wait(&empty[s], phase ^ 1);
         tma::load_item<C>(*map_a, *map_b, ring + s * C::SLOT_BYTES, &full[s], k * BK, m0, n0, w.rank);
+        advance();
+    }
+    // WARP_COPIES: warp `part`'s share of the next k-tile's copies, B's box `part`, and warp 0's also the expect
+    // and A's box (the slot is free: the caller's bar.sync).  Copies landing before warp 0's expect leave the
+    // phase pending: it completes only on that arrival (PTX ISA: the tx-count may go below zero meanwhile).
+    __device__ void share(int part) {
+        const uint32_t slot = ring + s * C::SLOT_BYTES;
+        if (part == 0) {
+            tma::expect_tx(&full[s], C::SLOT_BYTES);
+            tma::load_2d(slot, *map_a, k * BK, m0, &full[s]);
+        }
+        tma::load_2d(slot + C::A_BYTES + part * C::B_BOX_BYTES, *map_b, n0 + 64 * part, k * BK, &full[s]);
+        advance();
+    }
+    __device__ void advance() {
         if (++s == C::STAGES) s = 0, phase ^= 1;
         if (++k == w.k_tiles) tile(false);
     }
@@ -314,10 +333,15 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
         __syncwarp();
     } else {
         if (C::PRODUCER_WG) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
-        // With no producer warpgroup, thread 0 fills the ring first, then refills a slot as it is released.
+        // With no producer warpgroup, thread 0 fills the ring first, then refills a slot as it is released
+        // (WARP_COPIES: the first lane of each warp, its share).
         Loader<C> load(&map_a, &map_b, ring, full, empty, work);
-        if (!C::PRODUCER_WG && tid == 0)
+        if constexpr (C::WARP_COPIES) {
+            if ((tid & 31) == 0)
+                for (int i = 0; i < C::STAGES && load.more(); ++i) load.share(tid >> 5);
+        } else if (!C::PRODUCER_WG && tid == 0) {
             for (int i = 0; i < C::STAGES && load.more(); ++i) load.next();
+        }
 
         const int ctid = tid - (C::PRODUCER_WG ? 128 : 0), warp = (ctid >> 5) & 3, lane = tid & 31;
         const float alpha = (float)alpha_, beta = (float)beta_;
@@ -330,6 +354,11 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
             // The slot's wgmmas have finished (this warp's): one arrival on its empty barrier in each block of the
             // cluster (lane r for block r).
             auto release = [&](uint32_t s) {
+                if constexpr (C::WARP_COPIES) {   // the four warps past the slot's wgmmas, then each copies its share
+                    asm volatile("bar.sync 3, 128;\n" ::: "memory");
+                    if (lane == 0 && load.more()) load.share(warp);
+                    return;
+                }
                 if (C::CLUSTER > 1) {
                     if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
                 } else if (lane == 0) {
@@ -466,4 +495,9 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_wide, Cfg<WIDE>, PAIRS_OF_2)
 constexpr Shape WIDE_ALONE{.consumers = 2, .producer_wg = true, .stages = 3, .persistent = true, .cluster = 1,
                            .tma_store = true, .bn = 192, .wg_m = 2};
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_t256, Cfg<WIDE_ALONE>, )
+// -1wg as Gluon's -1wg runs (its SASS): no empty barriers; after its wgmma wait the warpgroup meets at a named
+// barrier, and each warp's first lane issues a box of the refill.
+constexpr Shape ONE_WARPGROUP_WARP_COPIES{.consumers = 1, .producer_wg = false, .stages = 5, .persistent = false,
+                                          .cluster = 1, .tma_store = false, .bn = 256, .wg_m = 1, .warp_copies = true};
+WGMMA_PAIR(WGMMA_ENTRY, x14_1wg_warps, Cfg<ONE_WARPGROUP_WARP_COPIES>, )
 #endif

@@ -101,6 +101,20 @@ def test_mutation_a_an_impossible_results_row_fails(d, tmp_path):
 
 
 @pytest.mark.parametrize("d", GPUS, ids=IDS)
+def test_mutation_c_a_cublas_row_far_above_the_ceiling_is_no_ceiling(d, tmp_path):
+    """The sweep's best cuBLAS row joins its unit's ceilings only from within the measured ones: a cuBLAS row
+    timed 10x too fast is reported, not taken as the new ceiling."""
+    out = _copy(d, tmp_path)
+    fp16_4096 = lambda r: r["impl"] == "cublas" and r["dtype"] == "fp16" and r["M"] == r["N"] == r["K"] == "4096"
+    with (d / "results.csv").open(newline="") as f:
+        ms = float(next(r["ms"] for r in csv.DictReader(f) if fp16_4096(r))) / 10
+    tflops = 2 * 4096**3 / (ms * 1e9)
+    _edit_csv(out / "results.csv", fp16_4096, ms=repr(ms), tflops=repr(tflops))
+    assert audit._ceilings(out)["measured"]["fp16_cublas_rows"] < tflops / 2
+    assert any(p.startswith("cublas fp16 4096x4096x4096") and "ceiling" in p for p in audit.results_problems(out))
+
+
+@pytest.mark.parametrize("d", GPUS, ids=IDS)
 def test_mutation_b_an_impossible_profile_row_fails(d, tmp_path):
     out = _copy(d, tmp_path)
     row = _edit_csv(out / "profile.csv", lambda r: r["impl"] == "cublas" and r["M"] == "4096",
