@@ -64,6 +64,17 @@ def test_every_row_once_and_each_group_on_one_rank(tmp_path, ranks=4):
     assert all(r["baseline_impl"] == "cublas" for r in rows), "a row lost its adjacent baseline"
 
 
+def test_the_other_ranks_start_while_rank_0_measures_the_ceilings(tmp_path):
+    """Rank 0's own first step (the ceilings) holds up no other rank: they take groups meanwhile, and rank 0
+    takes what is left."""
+    proc = torchrun(2, tmp_path, "--first", "1", "--sleep", "0.1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = assert_complete(tmp_path / "results.csv")
+    start = {rank: min((float(r["timestamp"]) for r in rows if r["gpu_index"] == rank), default=float("inf"))
+             for rank in ("0", "1")}
+    assert start["0"] - start["1"] > 0.8, start
+
+
 def test_hosts_without_a_shared_filesystem(tmp_path):
     """Each rank its own host and directory: the rows reach rank 0's results.csv through gloo alone."""
     proc = torchrun(2, tmp_path, "--nodes", "--sleep", "0.02")

@@ -277,10 +277,11 @@ def leftovers(directory: Path, w: World) -> list[Path]:
 
 
 def run(groups, out: Path, w: World, store, *, measure, resume: bool, alpha: float, beta: float,
-        budget_ms: float, refresh=None, on_row=None) -> list[dict] | None:
+        budget_ms: float, refresh=None, on_row=None, first=None) -> list[dict] | None:
     """The distributed sweep of `groups` (plan()'s) into out/results.csv; collective: every rank calls it.
     measure(impl, dtype, M, N, K, alpha, beta, shape_set, baseline) -> row.  refresh(path): rank 0 drops stale
     rows from results.csv before anything is read (--refresh-stale).  on_row(done, total): rank 0's progress.
+    first(): what rank 0 does before it joins the queue (the ceilings), while the other ranks take groups.
     Returns, on rank 0, the rows measured now (every rank's); None on the others."""
     import torch.distributed as dist
     results, parts = out / "results.csv", out / PARTS
@@ -313,6 +314,8 @@ def run(groups, out: Path, w: World, store, *, measure, resume: bool, alpha: flo
     # 2. The queue: a rank takes the next group until none is left; every row it handles counts in the store.
     part, measured = PartFile(parts, w), []
     try:
+        if w.rank == 0 and first is not None:
+            first()
         while (ticket := store.add("next", 1) - 1) < len(groups):
             group = groups[queue_order[ticket]]
 

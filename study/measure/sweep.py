@@ -234,6 +234,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
     env.update(sweep_args=" ".join(argv if argv is not None else sys.argv[1:]), ranks=w.size, gpus=gpus)
     if w.rank == 0:
         (args.out / "environment.json").write_text(json.dumps(env, indent=2))
+
+    def measure_ceilings():     # rank 0's, once the other ranks have started on the queue
         if not args.no_ceilings and not ((args.resume or args.refresh_stale) and (args.out / "ceilings.json").exists()):
             print("measuring ceilings ...", flush=True)
             ceilings.write(args.out / "ceilings.json", ceilings.measure(device, runner.clock))
@@ -256,11 +258,13 @@ def main(argv: list[str] | None = None, render=None) -> int:
                 bar.refresh()
             measured = shard.run(groups, args.out, w, store, measure=measure, resume=args.resume or args.refresh_stale,
                                  alpha=args.alpha, beta=args.beta, budget_ms=runner.budget_ms,
-                                 refresh=_refresh if args.refresh_stale else None, on_row=progress)
+                                 refresh=_refresh if args.refresh_stale else None, on_row=progress,
+                                 first=measure_ceilings)
             dist.destroy_process_group()
             if w.rank != 0:
                 return 0
         else:
+            measure_ceilings()
             if args.refresh_stale:
                 _refresh(args.out / "results.csv")
                 args.resume = True
