@@ -15,6 +15,7 @@ report keeps out of its figures.  Nothing here imports torch or Triton.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -98,7 +99,7 @@ def _ceilings(report_dir: Path) -> dict | None:
         return c
     rows = df[(df["backend"] == "cublas") & df["precision"].map(lambda p: UNIT_OF.get(p, ("", 0))[1] == 1)]
     rows = rows.assign(_tflops=_num(rows["tflops"]), _unit=rows["precision"].map(lambda p: UNIT_OF[p][0]))
-    given = json.loads(json.dumps(c))
+    given = copy.deepcopy(c)
     within = [r for r in rows.assign(_clock=_num(rows["sm_clock_mhz"])).to_dict("records")
               if 0 < r["_tflops"] <= (ceiling(given, r["precision"], r["_clock"]) or 0.0)]
     for unit in {r["_unit"] for r in within}:

@@ -60,7 +60,7 @@ class World:
 def world() -> World:
     env = os.environ
     return World(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)),
-                 env.get("STUDY_HOST") or socket.gethostname())
+                 socket.gethostname())
 
 
 def init(w: World):
@@ -292,8 +292,9 @@ def run(groups, out: Path, w: World, store, *, measure, resume: bool, alpha: flo
     dist.gather_object([r for p in mine for r in read_rows(p)], found, dst=0)
     queue_order = done = None
     if w.rank == 0:
-        kept = read_rows(results) if resume else []
-        prior = {row_key(r): r for r in read_rows(results)}      # the estimates, before a fresh sweep starts over
+        there = read_rows(results)
+        prior = {row_key(r): r for r in there}       # the estimates, before a fresh sweep starts over
+        kept = there if resume else []
         if resume:
             write_rows(results, unique((r for rows in found for r in rows), {row_key(r) for r in kept}), append=True)
             if refresh is not None:

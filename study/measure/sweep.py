@@ -376,8 +376,7 @@ def add_idle_timings(path: Path, runner) -> int:
     """Fill the idle-gap columns of every row of `path` that ran power-limited and lacks them (current code only)."""
     from study.measure import evidence
     stale = {_key(r) for r in evidence.stale_rows(path)}
-    with Path(path).open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = shard.read_rows(Path(path))
     todo = [r for r in rows if _key(r) not in stale and str(r["passed"]) == "True" and not r.get("ms_idle")
             and runner.power_limited(_num(r["sm_clock_mhz"])) and _num(r["ms"]) >= IDLE_MIN_CALL_MS]
     print(f"study.sweep --idle-timings: {len(todo)} power-limited rows of {len(rows)}", flush=True)
@@ -387,10 +386,7 @@ def add_idle_timings(path: Path, runner) -> int:
         except Exception as e:  # noqa: BLE001 - the row keeps its back-to-back figure alone
             print(f"  {r['impl']} {r['dtype']} {r['M']}x{r['N']}x{r['K']}: {type(e).__name__}: {e}", flush=True)
         if i % 20 == 19 or i == len(todo) - 1:       # rewritten as it goes: a cut-short run keeps what it timed
-            with Path(path).open("w", newline="") as f:
-                w = csv.DictWriter(f, RESULT_COLUMNS, extrasaction="ignore")
-                w.writeheader()
-                w.writerows(rows)
+            shard.write_rows(Path(path), rows)
             print(f"  {i + 1}/{len(todo)}", flush=True)
     return 0
 
@@ -402,12 +398,7 @@ def drop_stale(path: Path) -> int:
     if not Path(path).exists():
         return 0
     stale = {_key(r) for r in evidence.stale_rows(path)}
-    with Path(path).open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    with Path(path).open("w", newline="") as f:
-        w = csv.DictWriter(f, RESULT_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(r for r in rows if _key(r) not in stale)
+    shard.write_rows(Path(path), [r for r in shard.read_rows(Path(path)) if _key(r) not in stale])
     return len(stale)
 
 
