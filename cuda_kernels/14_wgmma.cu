@@ -7,7 +7,9 @@
 //              slots over: full[s] completes when a slot's bytes have landed, empty[s] when every consumer warp
 //              reading it (in every block of a cluster) has seen its wgmmas finish.  Each form adds one thing
 //              (entry wgmma_<form>, its Shape at the end of this file):
-//                -1wg:        one warpgroup per 64x256 tile, a block per tile; its thread 0 also issues the copies.
+//                -1wg:        one warpgroup per 64x256 tile, a block per tile, issuing its own copies: after each
+//                             k-tile's wgmma wait its warps meet at a named barrier, and each warp's first lane
+//                             copies a box of the refill (no empty barriers).
 //                -ws:         a producer warpgroup (one thread issues TMA) and two consumer warpgroups per 128x256
 //                             tile, setmaxnreg 40/232; still a block per tile.
 //                -persistent: one block per SM, whose tile scheduler walks the tiles in GROUP_M order, the ring
@@ -462,8 +464,9 @@ __device__ __forceinline__ void gemm_wgmma(const CUtensorMap& map_a, const CUten
 #define PAIRS_OF_2 __cluster_dims__(2, 1, 1)
 
 // The forms, each adding one technique to the one before (study/registry.py: cuda:14_wgmma-<form>).
-// -1wg: 64x256 tiles, one warpgroup, 5 slots of 40 KiB; a block per tile.
-constexpr Shape ONE_WARPGROUP{.consumers = 1, .stages = 5};
+// -1wg: 64x256 tiles, one warpgroup, 5 slots of 40 KiB; a block per tile; each warp copies a box of the refill.
+constexpr Shape ONE_WARPGROUP{.consumers = 1, .producer_wg = false, .stages = 5, .persistent = false, .cluster = 1,
+                              .tma_store = false, .bn = 256, .wg_m = 1, .warp_copies = true};
 WGMMA_PAIR(WGMMA_ENTRY, wgmma_1wg, Cfg<ONE_WARPGROUP>, )
 // -ws: 128x256 tiles, a producer and two consumer warpgroups, 4 slots of 48 KiB; still a block per tile.
 constexpr Shape SPECIALIZED{.consumers = 2, .producer_wg = true, .stages = 4};
@@ -495,9 +498,8 @@ WGMMA_PAIR(WGMMA_TMA_ENTRY, wgmma_wide, Cfg<WIDE>, PAIRS_OF_2)
 constexpr Shape WIDE_ALONE{.consumers = 2, .producer_wg = true, .stages = 3, .persistent = true, .cluster = 1,
                            .tma_store = true, .bn = 192, .wg_m = 2};
 WGMMA_PAIR(WGMMA_TMA_ENTRY, x14_t256, Cfg<WIDE_ALONE>, )
-// -1wg as Gluon's -1wg runs (its SASS): no empty barriers; after its wgmma wait the warpgroup meets at a named
-// barrier, and each warp's first lane issues a box of the refill.
-constexpr Shape ONE_WARPGROUP_WARP_COPIES{.consumers = 1, .producer_wg = false, .stages = 5, .persistent = false,
-                                          .cluster = 1, .tma_store = false, .bn = 256, .wg_m = 1, .warp_copies = true};
-WGMMA_PAIR(WGMMA_ENTRY, x14_1wg_warps, Cfg<ONE_WARPGROUP_WARP_COPIES>, )
+// -1wg with its thread 0 issuing every copy once the four warps have arrived on the slot's empty barrier
+// ("thread0"; docs/14_wgmma.md: 1.10-1.18x slower than the warps sharing the refill)
+constexpr Shape ONE_WARPGROUP_THREAD0{.consumers = 1, .stages = 5};
+WGMMA_PAIR(WGMMA_ENTRY, x14_1wg_thread0, Cfg<ONE_WARPGROUP_THREAD0>, )
 #endif

@@ -338,8 +338,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                             unaligned=SWIZZLE, **_MMA_EXPLORE)
         for name, cluster in (("x13t_c2", 2), ("x13t_s3", 1))
     },
-    "cuda:14_wgmma-1wg": {     # the refill split over the warpgroup's warps after a named barrier (Gluon's -1wg)
-        "warps": _wgmma("x14_1wg_warps_{pair}", 128, (64, 256), False, defines=("WGMMA_EXPLORE",), aligned_only=True),
+    "cuda:14_wgmma-1wg": {     # thread 0 issuing the whole refill after the slot's empty barrier (the first design)
+        "thread0": _wgmma("x14_1wg_thread0_{pair}", 128, (64, 256), False, defines=("WGMMA_EXPLORE",),
+                          aligned_only=True),
     },
     "cuda:14_wgmma": {     # its 256x192 tiles without clusters (docs/14_wgmma.md: slower than with them)
         "t256x192": _wgmma("x14_t256_{pair}", 384, (256, 192), d_box=(64, 64), defines=("WGMMA_EXPLORE",),
