@@ -16,7 +16,7 @@
 //              B 16 consecutive vectors (2, the minimum for 256 bytes): 48 wavefronts per k-tile where stage
 //              05 needs 96.  And at 122 registers (stage 05: 164) two blocks fit on an SM, so one block's
 //              barrier waits can be covered by the other's FMAs.  Prediction: 1.2-1.5x over stage 05 at
-//              4096^3.  Measured: 36.6 TFLOP/s at 4096^3 on an H100, 1.65x stage 05 (reports/h100/results.csv).
+//              4096^3.  Measured: 36.4 TFLOP/s at 4096^3 on an H100, 1.64x stage 05 (reports/h100/results.csv).
 //
 // Ragged edges: a float4 that would run past K (A) or N (B), or lies in a row past M (A) or K (B), is
 //              loaded as up to 4 masked scalars, the rest zeros, so no element outside a matrix is read.

@@ -15,7 +15,7 @@
 //              swizzled (As[k][m ^ 4k]); cp.async cannot transpose a 16-byte vector, so A moves as 4-byte
 //              copies (cp.async.ca, 4 per thread per tile) and B as one 16-byte copy (cp.async.cg).
 // Why faster:  stage 06 runs 2 blocks of 8 warps per SM and each block stalls on global latency once per
-//              k-tile.  Prediction: 1.1-1.3x over stage 06 at 4096^3.  Measured: 36.6 TFLOP/s at 4096^3 on
+//              k-tile.  Prediction: 1.1-1.3x over stage 06 at 4096^3.  Measured: 36.4 TFLOP/s at 4096^3 on
 //              an H100, level with stage 06 (reports/h100/results.csv): the 4-byte copies of A and their
 //              address work cost about what the pipeline won.
 //

@@ -20,7 +20,7 @@
 //              of stage 07 at 4096^3: the kernel is FMA-issue-bound, not latency-bound; the producer's
 //              instructions all load one of the SM's 4 schedulers; and 2 blocks of 288 threads cap registers
 //              at 96 (stage 07: 128).  What could still win: no block-wide barrier, so one slow warp no longer
-//              stalls the other 7.  Measured: 38.8 TFLOP/s at 4096^3 on an H100, 1.06x stage 07
+//              stalls the other 7.  Measured: 38.6 TFLOP/s at 4096^3 on an H100, 1.06x stage 07
 //              (reports/h100/results.csv).
 //
 // Ragged edges: as stage 07: out-of-range copies have src-size 0 (zero-filled) and point at the matrix

@@ -23,7 +23,7 @@
 //              the tensor cores, whose fp16 rate is ~12x that, at the price of 3 products per product and a
 //              split of every operand.
 // Why faster:  3 fp16 products at cuBLAS's ~780 TFLOP/s fp16 rate bound this at ~260 TFLOP/s of fp32 work,
-//              5x SGEMM's ~51.  Measured: 133.9 TFLOP/s at 4096^3 on an H100, 2.59x cuBLAS SGEMM, the scaling
+//              5x SGEMM's ~51.  Measured: 137.5 TFLOP/s at 4096^3 on an H100, 2.67x cuBLAS SGEMM, the scaling
 //              pass included (reports/h100/results.csv); tuning steps and the run before that pass: docs/15_tcec.md.
 //
 // Ragged edges: split_b writes zeros past K and N, so B's tiles are always whole; A's chunks that cross or lie

@@ -433,8 +433,7 @@ def test_readme_results_block_is_what_the_data_renders():
 
 # Forms registered after the committed H100 sweep was cut short before its last shape (2048x8192x8192): their rows
 # there are missing, named here explicitly (python -m study.report --check still counts them).
-AWAITING_SWEEP = {"cuda:14_wgmma-tma-store", "triton:14_wgmma-tma", "gluon:14_wgmma-1wg", "gluon:14_wgmma-ws",
-                  "gluon:14_wgmma-persistent"}
+AWAITING_SWEEP: set[str] = set()
 
 
 def test_the_h100_report_is_complete_and_marks_its_stale_rows():

@@ -10,7 +10,7 @@ Changed:    stage 06 loaded each k-tile into registers and waited for it before 
             go global -> shared without a trip through registers, several k-tiles ahead, and tl.dot reads
             its operands from the ring.  The per-thread register tile is now fixed by tl.dot (16x4, below).
 Why faster: global-memory latency hides behind the FMAs of earlier tiles, and the loop stays lean (1024
-            FFMA in 1166 instructions).  Predicted 1.1-1.5x Triton 06; measured 1.53x (40.8 TFLOP/s,
+            FFMA in 1166 instructions).  Predicted 1.1-1.5x Triton 06; measured 1.51x (40.5 TFLOP/s,
             4096^3 fp32, H100; reports/h100/results.csv).
 Ragged edges: masked loads give zeros outside M, N and K (a masked cp.async copies 0 bytes and zero-fills);
             masked stores skip rows and columns outside D; beta == 0 (HAS_C=False) compiles no load of C.

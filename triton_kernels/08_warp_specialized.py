@@ -11,7 +11,7 @@ Technique:  (attempted) split the program's warps into a producer that only copi
             share of every tile's cp.async copies and compute, one barrier pair per k-tile.
 Reproduces: seed 000 kernel 6 (one producer warp feeding consumer warps).
 Changed:    only the loop's warp_specialize flag, and it changes nothing in the output.
-Why faster: it is not: identical code, so stage 07's time (40.8 TFLOP/s at 4096^3 fp32 on an H100, as
+Why faster: it is not: identical code, so stage 07's time (40.5 TFLOP/s at 4096^3 fp32 on an H100, as
             Triton 07; reports/h100/results.csv).  The CUDA stage expects 0.85-1.0x of its stage 07 too.
 Ragged edges: stage 07's: masked loads give zeros outside M, N and K; masked stores; beta == 0 (HAS_C=False)
             compiles no load of C.  Offsets are 64-bit.

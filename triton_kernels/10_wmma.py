@@ -10,7 +10,7 @@ Reproduces: seed 003 (generic WMMA GEMM over type pairs, transposed operands as 
 Changed:    stages 01-09 were fp32 FMAs; the multiply-adds now run on the tensor cores.  tl.dot has no
             fragment shape to choose (16x16x16, 32x8x16 ... are CUDA-only, see study/stages.py notes).
 Why faster: a Hopper tensor-core instruction retires a 64xNx16 (wgmma) or 16x8x16 (mma.sync) product per
-            issue, ~15x the fp32 FMA rate for 16-bit inputs.  Measured: 187.1 TFLOP/s fp16 at 4096^3 on an
+            issue, ~15x the fp32 FMA rate for 16-bit inputs.  Measured: 187.7 TFLOP/s fp16 at 4096^3 on an
             H100 (reports/h100/results.csv).
 Operand layouts: A and B arrive row- or column-major (Problem.a_col/b_col).  Pointers follow the storage
             order, so global loads are coalesced along the unit stride.  16-bit wgmma reads the resulting

@@ -13,7 +13,7 @@ Reproduces: seed 000 kernel 4 (float4 loads), seed 001 "vectorized access"; the 
 Changed:    stage 05 moved 4 bytes per global instruction; now 16.  The 4x4 blocks and the swizzle remove
             the shared-memory bank conflicts stage 05 left in place.
 Why faster: a quarter of the global load/store instructions for the same bytes, no bank conflicts, and 128
-            registers against stage 05's 209, so two blocks fit on an SM.  Measured: 39.8 TFLOP/s at
+            registers against stage 05's 209, so two blocks fit on an SM.  Measured: 39.5 TFLOP/s at
             4096^3 fp32 on an H100 (reports/h100/results.csv).
 Ragged edges: masked loads (other=0) zero-fill tile parts outside M, N and K, element by element; the
             epilogue stores only in-range outputs; beta == 0 (HAS_C=False) compiles no load of C.  All

@@ -13,7 +13,7 @@ Changed:    Gluon stage 06 loaded each tile into registers, stored it to shared 
             transit, and one barrier per tile remains.  gl.fma instead of gl.dot_fma lets BK return to 8.
 Why faster: the global-memory latency of a tile (~1 us under load) is covered by the math of the three
             tiles ahead of it; what remains is issue bandwidth.  Predicted, as for the CUDA stage, 1.1-1.3x
-            over stage 06; measured 1.0x (39.9 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv).
+            over stage 06; measured 1.0x (39.6 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv).
 Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size 0), so rows past M,
             columns past N and k past K arrive as zeros.  Tiles past the last one are not copied (an empty
             commit group keeps the group count in step).  Tiles that end past N copy B with per-column

@@ -29,12 +29,12 @@ Why faster: Stage 13's warps spend issue slots on ldmatrix, mma.sync and copy ad
             overlaps a tile's epilogue with the next tile's copies; the TMA-store epilogue (per 64x64 piece a
             pass through shared memory and one TMA store, against 4-byte stores a thread) frees the consumers
             sooner.
-Measured:   gluon:14_wgmma on the H100, the sweep of bcfb91e (reports/h100/results.csv): 734.4 fp16 and 757.0 bf16
-            TFLOP/s at 4096^3 (100.0% and 101.9% of cuBLAS), 671.8 and 695.8 at 8192^3 (102.3%, 100.8%); on the
-            H200 (the sweep of 802a346) 100.3-102.1% at all four; gluon:13_swizzle was 60-64% on the H100, 59-63%
-            on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 582.5 (79%), -ws 643.6 (88%),
-            -persistent 669.2 (91%), the CUDA ladder's order; over the four calls -1wg ran at 1.10-1.13x CUDA's
-            -1wg.  It had been predicted somewhat below CUDA's (its bar.syncs).
+Measured:   gluon:14_wgmma on the H100, the sweep of d532662 (reports/h100/results.csv): 754.0 fp16 and 770.8 bf16
+            TFLOP/s at 4096^3 (100.9% and 101.4% of cuBLAS), 703.9 and 737.2 at 8192^3 (103.9%, 101.3%); on the
+            H200 (the sweep of d532662) 101.1-102.2% at all four; gluon:13_swizzle was 59-64% on the H100, 60-63%
+            on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 605.9 (81%), -ws 657.9 (88%),
+            -persistent 678.6 (91%), the CUDA ladder's order.  Over the four calls each form ran at 0.95-1.03x its
+            CUDA twin (-1wg 0.95-1.01x CUDA's -1wg, which refills its ring as this kernel does).
 Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole.  Stores from registers mask rows
             at M; a 32-column piece that crosses N masks each column, one wholly left of N moves column pairs as
             4-byte accesses.  The TMA store clips D at M and N.  beta == 0 (HAS_C=False) compiles no read of C.
@@ -56,7 +56,8 @@ Gluon against CUDA: mbarrier.arrive is issued by one thread of the partition, so
             128-thread named barrier (bar.sync) before each one, once per k-tile, and around each epilogue
             piece's shared-memory hand-offs; the CUDA stage has lane 0 of every consumer warp arrive (count 8),
             with no barrier.  In -1wg, Triton's barrier analysis puts a bar.sync of the warpgroup before the
-            ready wait, the expect and each of the two copies: 4 a k-tile, where CUDA's thread 0 copies alone.
+            ready wait, the expect and each of the two copies: 4 a k-tile, where CUDA's -1wg meets at one after
+            its wgmma wait and then a lane of each warp copies.
             -persistent's grid is the best form's balanced one (CUDA's -persistent takes min(tiles, SMs)).
 """
 # No `from __future__ import annotations`: @aggregate reads its fields' annotations as types.

@@ -18,7 +18,7 @@ Changed:    from Gluon 09 (best SIMT): the multiplies move from fp32 FMAs to ten
             operands are read as mma fragments, and A is no longer stored transposed.
 Why faster: three fp16 products at mma.sync's ~643 TFLOP/s bound the method at ~214 TFLOP/s of fp32 work,
             4x cuBLAS SGEMM; this form is issue-bound below that (~140).  Predicted 90-130 TFLOP/s at
-            4096^3; measured 63.8 TFLOP/s, the scaling pass included (H100; reports/h100/results.csv).
+            4096^3; measured 64.0 TFLOP/s, the scaling pass included (H100; reports/h100/results.csv).
 Ragged edges: masked cp.async copies 0 bytes and zero-fills (src-size 0), so rows past M, columns past N and
             k past K arrive as zeros, whose splits are zeros.  Stores are masked; beta == 0 (HAS_C=False)
             compiles no load of C.  64-bit offsets.
