@@ -7,9 +7,8 @@
 //              slots over: full[s] completes when a slot's bytes have landed, empty[s] when every consumer warp
 //              reading it (in every block of a cluster) has seen its wgmmas finish.  Each form adds one thing
 //              (entry wgmma_<form>, its Shape at the end of this file):
-//                -1wg:        one warpgroup per 64x256 tile, a block per tile, issuing its own copies: after each
-//                             k-tile's wgmma wait its warps meet at a named barrier, and each warp's first lane
-//                             copies a box of the refill (no empty barriers).
+//                -1wg:        one warpgroup per 64x256 tile, a block per tile; after each wgmma wait a lane of
+//                             each warp copies a box of the refill.
 //                -ws:         a producer warpgroup (one thread issues TMA) and two consumer warpgroups per 128x256
 //                             tile, setmaxnreg 40/232; still a block per tile.
 //                -persistent: one block per SM, whose tile scheduler walks the tiles in GROUP_M order, the ring

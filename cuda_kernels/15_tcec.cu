@@ -2,11 +2,11 @@
 //
 // Technique:   every fp32 operand x is split into hi = fp16(x) and lo = fp16((x - hi) * 2^11), and the fp32
 //              product is rebuilt from three fp16 tensor-core products:
-//                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped)
+//                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped).
 //              Before the split, row i of A and column j of B are multiplied by powers of two (exact) that put
 //              each line's largest |x| in [2^14, 2^15), and the epilogue multiplies D back by 2^-(ea_i + eb_j).
-//              hiA hiB leaves the tensor core every k-tile (32 k), added to fp32 registers with round-to-
-//              nearest FADDs; the two corrections share their own accumulator.  On Hopper this is wgmma
+//              hiA hiB leaves the tensor core every k-tile (32 k), added to fp32 registers with
+//              round-to-nearest FADDs; the two corrections share their own accumulator.  On Hopper this is wgmma
 //              (m64n128k16, two warpgroups of 64x128 per 128x128 tile), after two small kernels: tcec_amax
 //              finds each line's max |x|, split_b splits B once into hi/lo fp16 tiles laid out as wgmma reads
 //              them.  In the GEMM each warp cp.asyncs its own 16 rows of fp32 A (and 1/8 of the k-tile's split
