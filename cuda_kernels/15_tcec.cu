@@ -955,3 +955,281 @@ BF16X_ENTRY(bf16x6, 6, true)
 BF16X_ENTRY(bf16x6_unaligned, 6, false)
 BF16X_ENTRY(bf16x9, 9, true)
 BF16X_ENTRY(bf16x9_unaligned, 9, false)
+
+#ifdef TCEC_RUNG14
+// TCEC on rung 14's machinery (the probe's variant cuda:15_tcec/rung14, docs/15_tcec.md): both operands split
+// by passes into exactly scaled hi/lo fp16 matrices (A K-major, B N-major: what rung 14's TMA reads), then a
+// persistent, warp-specialized GEMM of SS wgmmas: a producer thread copies A's hi and lo boxes (128x64) and B's
+// (2 of 64x64 each) into a 3-slot ring; each of two consumer warpgroups (64x128 of a 128x128 tile) runs per
+// k-tile 4 hi*hi wgmmas into a fresh accumulator, promoted into fp32 registers with round-to-nearest adds once
+// they finish, and 8 correction wgmmas into a second accumulator that runs over all of K.  No fix-up of
+// inf/NaN lines yet.
+#include "tma.cuh"
+
+namespace r14 {
+
+constexpr int BM = 128, BN = 128, BK = 64, STAGES = 3, GROUP_M = 8, THREADS = 384;
+constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, SLOT = 2 * A_BYTES + 2 * B_BYTES;   // 64 KiB a slot
+constexpr int SMEM_BYTES = STAGES * SLOT + 1024 + 2 * STAGES * 8;
+constexpr int PASS_THREADS = 256, COL_K = 32;   // the passes' blocks; col_amax's k-rows per block
+constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);
+
+// d (+)= a b: m64n128k16, fp16 in, fp32 accumulators; a K-major, b N-major, both in shared memory.
+__device__ __forceinline__ void mma(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WGMMA_REGS64 ", %64, %65, p, 1, 1, 0, 1;\n}\n"
+                 : WGMMA_D64(d) : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// e with amax * 2^e in [2^14, 2^15) (0 for a zero or non-finite line).
+__device__ __forceinline__ int scale_exp(float amax) {
+    if (!(amax > 0.f) || !isfinite(amax)) return 0;
+    int x;
+    frexpf(amax, &x);
+    return min(max(15 - x, -120), 120);
+}
+__device__ __forceinline__ void split(float v, int e, __half& hi, __half& lo) {
+    const float s = ldexpf(v, e);
+    hi = __float2half_rn(s);
+    lo = __float2half_rn((s - __half2float(hi)) * 2048.f);
+}
+
+// A's row blockIdx.x: its max |x|, then hi and lo (Kp halves a row, zeros past K).  VEC: float4 loads.
+template <bool VEC>
+__device__ void split_a(const float* __restrict__ A, idx_t lda, int K, int Kp, __half* __restrict__ hi,
+                        __half* __restrict__ lo, int* __restrict__ ea) {
+    const idx_t row = blockIdx.x;
+    const float* a = A + row * lda;
+    float m = 0.f;
+    if (VEC) {
+        for (int k = 4 * threadIdx.x; k < K; k += 4 * PASS_THREADS) {
+            const float4 v = *reinterpret_cast<const float4*>(a + k);
+            m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+        }
+    } else {
+        for (int k = threadIdx.x; k < K; k += PASS_THREADS) m = fmaxf(m, fabsf(a[k]));
+    }
+    __shared__ float red[PASS_THREADS / 32];
+    for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    m = red[0];
+    for (int i = 1; i < PASS_THREADS / 32; ++i) m = fmaxf(m, red[i]);
+    const int e = scale_exp(m);
+    if (threadIdx.x == 0) ea[row] = e;
+    if (VEC) {
+        for (int k = 4 * threadIdx.x; k < Kp; k += 4 * PASS_THREADS) {
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (k < K) v = *reinterpret_cast<const float4*>(a + k);
+            __half h[4], l[4];
+            split(v.x, e, h[0], l[0]);
+            split(v.y, e, h[1], l[1]);
+            split(v.z, e, h[2], l[2]);
+            split(v.w, e, h[3], l[3]);
+            *reinterpret_cast<uint2*>(hi + row * Kp + k) = *reinterpret_cast<uint2*>(h);
+            *reinterpret_cast<uint2*>(lo + row * Kp + k) = *reinterpret_cast<uint2*>(l);
+        }
+    } else {
+        for (int k = threadIdx.x; k < Kp; k += PASS_THREADS) {
+            __half h = __float2half(0.f), l = __float2half(0.f);
+            if (k < K) split(a[k], e, h, l);
+            hi[row * Kp + k] = h;
+            lo[row * Kp + k] = l;
+        }
+    }
+}
+
+// Columns of B: each thread's max |x| over COL_K rows, into bits[n] by atomicMax (non-negative floats order as
+// their bits).  VEC: 4 columns a thread (N % 4 == 0, rows 16-byte aligned).
+template <bool VEC>
+__device__ void col_amax(const float* __restrict__ B, idx_t ldb, int K, int N, unsigned* __restrict__ bits) {
+    const int n = (blockIdx.x * PASS_THREADS + threadIdx.x) * (VEC ? 4 : 1), k0 = blockIdx.y * COL_K;
+    if (n >= N) return;
+    float4 m = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int k = k0; k < min(K, k0 + COL_K); ++k) {
+        if (VEC) {
+            const float4 v = *reinterpret_cast<const float4*>(B + k * ldb + n);
+            m = make_float4(fmaxf(m.x, fabsf(v.x)), fmaxf(m.y, fabsf(v.y)), fmaxf(m.z, fabsf(v.z)),
+                            fmaxf(m.w, fabsf(v.w)));
+        } else {
+            m.x = fmaxf(m.x, fabsf(B[k * ldb + n]));
+        }
+    }
+    atomicMax(bits + n, __float_as_uint(m.x));
+    if (VEC) {
+        atomicMax(bits + n + 1, __float_as_uint(m.y));
+        atomicMax(bits + n + 2, __float_as_uint(m.z));
+        atomicMax(bits + n + 3, __float_as_uint(m.w));
+    }
+}
+
+// B's row blockIdx.y, split with its columns' exponents (Np halves a row, zeros past N).  VEC as col_amax.
+template <bool VEC>
+__device__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, int Np, const unsigned* __restrict__ bits,
+                        __half* __restrict__ hi, __half* __restrict__ lo, int* __restrict__ eb) {
+    const int n = (blockIdx.x * PASS_THREADS + threadIdx.x) * (VEC ? 4 : 1);
+    const idx_t k = blockIdx.y;
+    if (n >= Np) return;
+    __half h[4] = {}, l[4] = {};
+    constexpr int W = VEC ? 4 : 1;
+    if (n < N) {   // VEC: N % 4 == 0, so the four columns lie all inside N or all past it
+        float x[4];
+        if (VEC) {
+            const float4 v = *reinterpret_cast<const float4*>(B + k * ldb + n);
+            x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+        } else {
+            x[0] = B[k * ldb + n];
+        }
+#pragma unroll
+        for (int i = 0; i < W; ++i) {
+            const int e = scale_exp(__uint_as_float(bits[n + i]));
+            if (k == 0) eb[n + i] = e;
+            split(x[i], e, h[i], l[i]);
+        }
+    }
+    if (VEC) {
+        *reinterpret_cast<uint2*>(hi + k * Np + n) = *reinterpret_cast<uint2*>(h);
+        *reinterpret_cast<uint2*>(lo + k * Np + n) = *reinterpret_cast<uint2*>(l);
+    } else {
+        hi[k * Np + n] = h[0];
+        lo[k * Np + n] = l[0];
+    }
+}
+
+// D = alpha (hi*hi + (lo*hi + hi*lo) / 2^11) 2^-(ea_i + eb_j) + beta C on tiles of 128x128, one block per SM
+// walking them in GROUP_M order.
+__device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, const CUtensorMap& map_bhi,
+                     const CUtensorMap& map_blo, int M, int N, int K, const int* __restrict__ ea,
+                     const int* __restrict__ eb, float alpha, float beta, const float* __restrict__ C, idx_t ldc,
+                     float* __restrict__ D, idx_t ldd) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + STAGES * SLOT);
+    uint64_t* empty = full + STAGES;
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            async_copy::mbar_init(&full[s], 1);
+            async_copy::mbar_init(&empty[s], 8);   // a lane of each consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const long long tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+    const int k_tiles = (K - 1) / BK + 1;
+    if (tid < 128) {   // the producer warpgroup: thread 0 copies
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (tid == 0) {
+            uint32_t s = 0, ph = 0;
+            for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int tm, tn;
+                tile_of<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+                const int m0 = tm * BM, n0 = tn * BN;
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    async_copy::mbar_wait(&empty[s], ph ^ 1);
+                    const uint32_t slot = ring + s * SLOT;
+                    tma::expect_tx(&full[s], SLOT);
+                    tma::load_2d(slot, map_ahi, kt * BK, m0, &full[s]);
+                    tma::load_2d(slot + A_BYTES, map_alo, kt * BK, m0, &full[s]);
+                    for (int b = 0; b < 2; ++b) {
+                        tma::load_2d(slot + 2 * A_BYTES + b * 8192, map_bhi, n0 + 64 * b, kt * BK, &full[s]);
+                        tma::load_2d(slot + 2 * A_BYTES + B_BYTES + b * 8192, map_blo, n0 + 64 * b, kt * BK, &full[s]);
+                    }
+                    if (++s == STAGES) s = 0, ph ^= 1;
+                }
+            }
+        }
+        __syncwarp();
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = (tid - 128) >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const uint32_t dahi = wgmma::desc_lo(ring + c * 64 * 128, 16), dalo = dahi + (A_BYTES >> 4);
+    const uint32_t dbhi = wgmma::desc_lo(ring + 2 * A_BYTES, 8192), dblo = dbhi + (B_BYTES >> 4);
+    uint32_t s = 0, ph = 0;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tm, tn;
+        tile_of<GROUP_M>(t, tiles_m, tiles_n, tm, tn);
+        const int m0 = tm * BM, n0 = tn * BN;
+        float acc[64], hh[64], cc[64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+        uint32_t prev = 0;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            async_copy::mbar_wait(&full[s], ph);
+            const uint32_t off = s * (SLOT >> 4);
+            wgmma::fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+                mma(hh, wgmma::desc(dahi + off + 2 * kk, DESC_HI), wgmma::desc(dbhi + off + 128 * kk, DESC_HI), kk);
+            wgmma::commit();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                mma(cc, wgmma::desc(dalo + off + 2 * kk, DESC_HI), wgmma::desc(dbhi + off + 128 * kk, DESC_HI),
+                    kt | kk);
+                mma(cc, wgmma::desc(dahi + off + 2 * kk, DESC_HI), wgmma::desc(dblo + off + 128 * kk, DESC_HI), 1);
+            }
+            wgmma::commit();
+            wgmma::wait<1>();   // hi*hi done, and the k-tile before's corrections: promote, release that slot
+            wgmma::hold(hh);
+            if (kt > 0 && lane == 0) async_copy::mbar_arrive(&empty[prev]);
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[i] = __fadd_rn(acc[i], hh[i]);
+            prev = s;
+            if (++s == STAGES) s = 0, ph ^= 1;
+        }
+        wgmma::wait<0>();
+        wgmma::hold(cc);
+        if (lane == 0) async_copy::mbar_arrive(&empty[prev]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const idx_t row = m0 + 64 * c + 16 * warp + (lane >> 2) + 8 * h;
+            if (row >= M) continue;
+            const int er = ea[row];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                const int col = n0 + 8 * j + 2 * (lane & 3);
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    if (col + e >= N) continue;
+                    const int i = 4 * j + 2 * h + e;
+                    float v = alpha * ldexpf(fmaf(cc[i], 1.f / 2048.f, acc[i]), -(er + eb[col + e]));
+                    if (beta != 0.f) v = fmaf(beta, C[row * ldc + col + e], v);
+                    D[row * ldd + col + e] = v;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace r14
+
+#define R14_PASS_ENTRIES(VEC, SUFFIX)                                                                        \
+    extern "C" __global__ void __launch_bounds__(r14::PASS_THREADS) tcec14_split_a##SUFFIX(                  \
+        const float* __restrict__ A, idx_t lda, int K, int Kp, __half* hi, __half* lo, int* ea) {            \
+        r14::split_a<VEC>(A, lda, K, Kp, hi, lo, ea);                                                        \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(tcec14_split_a##SUFFIX, 1, 0, r14::PASS_THREADS, 0)                                    \
+    extern "C" __global__ void __launch_bounds__(r14::PASS_THREADS) tcec14_col_amax##SUFFIX(                 \
+        const float* __restrict__ B, idx_t ldb, int K, int N, unsigned* bits) {                              \
+        r14::col_amax<VEC>(B, ldb, K, N, bits);                                                              \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(tcec14_col_amax##SUFFIX, r14::COL_K, r14::PASS_THREADS * (VEC ? 4 : 1), r14::PASS_THREADS, 0) \
+    extern "C" __global__ void __launch_bounds__(r14::PASS_THREADS) tcec14_split_b##SUFFIX(                  \
+        const float* __restrict__ B, idx_t ldb, int K, int N, int Np, const unsigned* bits, __half* hi,      \
+        __half* lo, int* eb) {                                                                               \
+        r14::split_b<VEC>(B, ldb, K, N, Np, bits, hi, lo, eb);                                               \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(tcec14_split_b##SUFFIX, 1, r14::PASS_THREADS * (VEC ? 4 : 1), r14::PASS_THREADS, 0)
+R14_PASS_ENTRIES(true, _vec)
+R14_PASS_ENTRIES(false, )
+
+extern "C" __global__ void __launch_bounds__(r14::THREADS, 1) tcec14_gemm(
+    const __grid_constant__ CUtensorMap map_ahi, const __grid_constant__ CUtensorMap map_alo,
+    const __grid_constant__ CUtensorMap map_bhi, const __grid_constant__ CUtensorMap map_blo, int M, int N, int K,
+    const int* ea, const int* eb, float alpha, float beta, const float* __restrict__ C, idx_t ldc,
+    float* __restrict__ D, idx_t ldd) {
+    r14::gemm(map_ahi, map_alo, map_bhi, map_blo, M, N, K, ea, eb, alpha, beta, C, ldc, D, ldd);
+}
+STUDY_ENTRY_FACTS(tcec14_gemm, r14::BM, r14::BN, r14::THREADS, r14::SMEM_BYTES)
+#endif

@@ -22,7 +22,7 @@ from study.core.contract import validate
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
 from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaLaunch, CudaModelDispatch, CudaPresplitLaunch,
-                                    CudaTmaLaunch, CudaTypedLaunch, TorchLaunch, TritonLaunch)
+                                    CudaSplitTmaLaunch, CudaTmaLaunch, CudaTypedLaunch, TorchLaunch, TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -352,6 +352,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
     },
     "cuda:15_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
+        # TCEC on rung 14's machinery: split passes, TMA, SS wgmma, hi*hi promoted every k-tile
+        "rung14": CudaSplitTmaLaunch("15_tcec.cu", "tcec14_gemm", (384, 1, 1), (128, 128),
+                                     defines=("TCEC_RUNG14",)),
         "chunk4": CudaPresplitLaunch("15_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
                                      unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b",
                                      amax_entry="tcec_amax"),

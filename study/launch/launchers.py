@@ -233,6 +233,93 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
 
 
 @dataclass(frozen=True)
+class CudaSplitTmaLaunch(CudaLaunch):
+    """TCEC on rung 14's machinery (cuda_kernels/15_tcec.cu, TCEC_RUNG14): three passes split A (per row) and B
+    (per column) into exactly scaled hi/lo fp16 matrices, and the persistent TMA-fed GEMM (`entry`, one block
+    per SM) reads them.  The passes' `_vec` entries move 16-byte vectors where K (for A) or N (for B) is a
+    multiple of 4 and the operand's rows are 16-byte aligned.  The split matrices and line exponents are
+    allocated once per bound call; every launch, the zeroing of B's column maxima included, is inside what is
+    timed.  Row-major operands only."""
+    pass_threads: int = 256
+    col_k: int = 32
+
+    def entries(self) -> tuple[str, ...]:
+        return (self.entry, *(f"tcec14_{p}{v}" for p in ("split_a", "col_amax", "split_b") for v in ("", "_vec")))
+
+    def params(self, entry: str = "") -> tuple:
+        if entry.startswith("tcec14_split_a"):
+            return params("A:ptr lda:i64 K:int Kp:int hi:ptr lo:ptr ea:ptr")
+        if entry.startswith("tcec14_col_amax"):
+            return params("B:ptr ldb:i64 K:int N:int bits:ptr")
+        if entry.startswith("tcec14_split_b"):
+            return params("B:ptr ldb:i64 K:int N:int Np:int bits:ptr hi:ptr lo:ptr eb:ptr")
+        return params("map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int ea:ptr eb:ptr "
+                      "alpha:float beta:float C:ptr ldc:i64 D:ptr ldd:i64")
+
+    def expected_facts(self, entry: str) -> dict[str, int]:
+        w = 4 if entry.endswith("_vec") else 1
+        if entry.startswith("tcec14_split_a"):
+            return {f"{entry}_bm": 1, f"{entry}_bn": 0, f"{entry}_threads": self.pass_threads}
+        if entry.startswith("tcec14_col_amax"):
+            return {f"{entry}_bm": self.col_k, f"{entry}_bn": self.pass_threads * w,
+                    f"{entry}_threads": self.pass_threads}
+        if entry.startswith("tcec14_split_b"):
+            return {f"{entry}_bm": 1, f"{entry}_bn": self.pass_threads * w, f"{entry}_threads": self.pass_threads}
+        return super().expected_facts(entry)
+
+    def plan(self, p, sms: int) -> tuple[str, ...]:
+        va, vb = self._vec(p)
+        return (f"tcec14_split_a{va}", f"tcec14_col_amax{vb}", f"tcec14_split_b{vb}", self.entry)
+
+    @staticmethod
+    def _vec(p) -> tuple[str, str]:
+        M, N, K = p.mnk
+        va = K % 4 == 0 and p.lda % 4 == 0 and p.a.data_ptr() % 16 == 0
+        vb = N % 4 == 0 and p.ldb % 4 == 0 and p.b.data_ptr() % 16 == 0
+        return ("_vec" if va else ""), ("_vec" if vb else "")
+
+    def bind(self, name: str, p) -> Bound:
+        if p.a_col or p.b_col:
+            raise ValueError(f"{name}: this launch takes row-major A and B only")
+        M, N, K = p.mnk
+        if K > 65535:
+            raise ValueError(f"{name}: K = {K} needs {K} rows of B's split grid; the launch allows 65535")
+        dev, half = p.a.device, torch.float16
+        kp, np_ = -(-K // 8) * 8, -(-N // 8) * 8
+        ahi, alo = (torch.empty(M, kp, dtype=half, device=dev) for _ in range(2))
+        bhi, blo = (torch.empty(K, np_, dtype=half, device=dev) for _ in range(2))
+        ea, eb, bits = (torch.empty(n, dtype=torch.int32, device=dev) for n in (M, N, N))
+        va, vb = self._vec(p)
+        wb = 4 if vb else 1
+        t = self.pass_threads
+        k_a, k_c, k_s, k_g = (self.kernel(e, dev) for e in (f"tcec14_split_a{va}", f"tcec14_col_amax{vb}",
+                                                           f"tcec14_split_b{vb}", self.entry))
+        launches = [
+            driver.prepared(k_a, (M, 1, 1), (t, 1, 1), 0, dict(A=p.a, lda=p.lda, K=K, Kp=kp, hi=ahi, lo=alo, ea=ea),
+                            dev),
+            driver.prepared(k_c, (-(-N // (t * wb)), -(-K // self.col_k), 1), (t, 1, 1), 0,
+                            dict(B=p.b, ldb=p.ldb, K=K, N=N, bits=bits), dev),
+            driver.prepared(k_s, (-(-np_ // (t * wb)), K, 1), (t, 1, 1), 0,
+                            dict(B=p.b, ldb=p.ldb, K=K, N=N, Np=np_, bits=bits, hi=bhi, lo=blo, eb=eb), dev),
+        ]
+        tiles = -(-M // self.tile[0]) * -(-N // self.tile[1])
+        c = p.c if p.c is not None else p.out
+        launches.append(driver.prepared(k_g, (min(tiles, driver.sm_count(dev)), 1, 1), self.block, k_g.smem, dict(
+            map_ahi=driver.tensor_map_2d(ahi[:, :K], (128, 64)), map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
+            map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
+            M=M, N=N, K=K, ea=ea, eb=eb, alpha=p.alpha, beta=p.beta, C=c, ldc=c.stride(0), D=p.out,
+            ldd=p.out.stride(0)), dev))
+        keep = (ahi, alo, bhi, blo, ea, eb, bits)
+
+        def run():
+            bits.zero_()
+            for launch in launches:
+                launch()
+            return keep
+        return Bound(run, lambda: self.resources(self.entry))
+
+
+@dataclass(frozen=True)
 class CudaTypedLaunch(CudaLaunch):
     """A tensor-core stage: one entry per type pair and operand layout, named by filling `entry`'s fields:
     {pair} from `pairs` (input dtype -> the .cu file's tag, e.g. "fp16" -> "f16f32"), {ab} from the call's
