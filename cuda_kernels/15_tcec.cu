@@ -974,13 +974,6 @@ constexpr int SMEM_BYTES = STAGES * SLOT + 1024 + 2 * STAGES * 8;
 constexpr int PASS_THREADS = 256, COL_K = 32;   // the passes' blocks; col_amax's k-rows per block
 constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);
 
-// d (+)= a b: m64n128k16, fp16 in, fp32 accumulators; a K-major, b N-major, both in shared memory.
-__device__ __forceinline__ void mma(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WGMMA_REGS64 ", %64, %65, p, 1, 1, 0, 1;\n}\n"
-                 : WGMMA_D64(d) : "l"(a), "l"(b), "r"(accumulate));
-}
-
 // e with amax * 2^e in [2^14, 2^15) (0 for a zero or non-finite line).
 __device__ __forceinline__ int scale_exp(float amax) {
     if (!(amax > 0.f) || !isfinite(amax)) return 0;
@@ -1161,13 +1154,15 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
             wgmma::fence();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
-                mma(hh, wgmma::desc(dahi + off + 2 * kk, DESC_HI), wgmma::desc(dbhi + off + 128 * kk, DESC_HI), kk);
+                wgmma::mma<__half, 128>(hh, wgmma::desc(dahi + off + 2 * kk, DESC_HI),
+                                        wgmma::desc(dbhi + off + 128 * kk, DESC_HI), kk);
             wgmma::commit();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) {
-                mma(cc, wgmma::desc(dalo + off + 2 * kk, DESC_HI), wgmma::desc(dbhi + off + 128 * kk, DESC_HI),
-                    kt | kk);
-                mma(cc, wgmma::desc(dahi + off + 2 * kk, DESC_HI), wgmma::desc(dblo + off + 128 * kk, DESC_HI), 1);
+                wgmma::mma<__half, 128>(cc, wgmma::desc(dalo + off + 2 * kk, DESC_HI),
+                                        wgmma::desc(dbhi + off + 128 * kk, DESC_HI), kt | kk);
+                wgmma::mma<__half, 128>(cc, wgmma::desc(dahi + off + 2 * kk, DESC_HI),
+                                        wgmma::desc(dblo + off + 128 * kk, DESC_HI), 1);
             }
             wgmma::commit();
             wgmma::wait<1>();   // hi*hi done, and the k-tile before's corrections: promote, release that slot

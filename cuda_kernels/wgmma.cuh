@@ -76,7 +76,7 @@ __device__ __forceinline__ void hold(unsigned (&r)[N]) {
 
 namespace wgmma {
 
-// d (+)= a b: m64nNk16 (N 256 or 192), fp32 accumulators (N / 2 a thread); a K-major and b N-major
+// d (+)= a b: m64nNk16 (N 256, 192 or 128), fp32 accumulators (N / 2 a thread); a K-major and b N-major
 // (imm-trans-b 1), both in shared memory; T, the inputs' type (__half or __nv_bfloat16).  accumulate == 0
 // ignores d.  WGMMA_SS spells the instruction: SHAPE and TYPES its suffixes, REGS and D the accumulators'
 // register list and operands, AB the descriptors' operand numbers and FLAG accumulate's.
@@ -87,11 +87,14 @@ namespace wgmma {
                  : "l"(a), "l"(b), "r"(accumulate))
 template <class T, int N>
 __device__ __forceinline__ void mma(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate) {
-    static_assert(N == 256 || N == 192, "the shapes spelled out here");
+    static_assert(N == 256 || N == 192 || N == 128, "the shapes spelled out here");
     constexpr bool f16 = std::is_same<T, __half>::value;
     if constexpr (N == 256) {
         if constexpr (f16) WGMMA_SS("m64n256k16", ".f16.f16", WGMMA_REGS128, WGMMA_D128, "%128, %129", "%130");
         else WGMMA_SS("m64n256k16", ".bf16.bf16", WGMMA_REGS128, WGMMA_D128, "%128, %129", "%130");
+    } else if constexpr (N == 128) {
+        if constexpr (f16) WGMMA_SS("m64n128k16", ".f16.f16", WGMMA_REGS64, WGMMA_D64, "%64, %65", "%66");
+        else WGMMA_SS("m64n128k16", ".bf16.bf16", WGMMA_REGS64, WGMMA_D64, "%64, %65", "%66");
     } else {
         if constexpr (f16) WGMMA_SS("m64n192k16", ".f16.f16", WGMMA_REGS96, WGMMA_D96, "%96, %97", "%98");
         else WGMMA_SS("m64n192k16", ".bf16.bf16", WGMMA_REGS96, WGMMA_D96, "%96, %97", "%98");
