@@ -273,10 +273,8 @@ class CudaSplitTmaLaunch(CudaLaunch):
 
     @staticmethod
     def _vec(p) -> tuple[str, str]:
-        M, N, K = p.mnk
-        va = K % 4 == 0 and p.lda % 4 == 0 and p.a.data_ptr() % 16 == 0
-        vb = N % 4 == 0 and p.ldb % 4 == 0 and p.b.data_ptr() % 16 == 0
-        return ("_vec" if va else ""), ("_vec" if vb else "")
+        _, N, K = p.mnk
+        return ("_vec" if K % 4 == 0 and aligned16(p.a) else ""), ("_vec" if N % 4 == 0 and aligned16(p.b) else "")
 
     def bind(self, name: str, p) -> Bound:
         if p.a_col or p.b_col:
@@ -289,11 +287,9 @@ class CudaSplitTmaLaunch(CudaLaunch):
         ahi, alo = (torch.empty(M, kp, dtype=half, device=dev) for _ in range(2))
         bhi, blo = (torch.empty(K, np_, dtype=half, device=dev) for _ in range(2))
         ea, eb, bits = (torch.empty(n, dtype=torch.int32, device=dev) for n in (M, N, N))
-        va, vb = self._vec(p)
-        wb = 4 if vb else 1
+        wb = 4 if self._vec(p)[1] else 1
         t = self.pass_threads
-        k_a, k_c, k_s, k_g = (self.kernel(e, dev) for e in (f"tcec14_split_a{va}", f"tcec14_col_amax{vb}",
-                                                           f"tcec14_split_b{vb}", self.entry))
+        k_a, k_c, k_s, k_g = (self.kernel(e, dev) for e in self.plan(p, 0))
         launches = [
             driver.prepared(k_a, (M, 1, 1), (t, 1, 1), 0, dict(A=p.a, lda=p.lda, K=K, Kp=kp, hi=ahi, lo=alo, ea=ea),
                             dev),
@@ -309,13 +305,13 @@ class CudaSplitTmaLaunch(CudaLaunch):
             map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
             M=M, N=N, K=K, ea=ea, eb=eb, alpha=p.alpha, beta=p.beta, C=c, ldc=c.stride(0), D=p.out,
             ldd=p.out.stride(0)), dev))
-        keep = (ahi, alo, bhi, blo, ea, eb, bits)
+        buffers = (ahi, alo, bhi, blo, ea, eb)   # the packed launches hold their addresses: kept alive by run
 
         def run():
             bits.zero_()
             for launch in launches:
                 launch()
-            return keep
+            return buffers
         return Bound(run, lambda: self.resources(self.entry))
 
 
