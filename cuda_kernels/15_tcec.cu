@@ -962,8 +962,9 @@ BF16X_ENTRY(bf16x9_unaligned, 9, false)
 // persistent, warp-specialized GEMM of SS wgmmas: a producer thread copies A's hi and lo boxes (128x64) and B's
 // (2 of 64x64 each) into a 3-slot ring; each of two consumer warpgroups (64x128 of a 128x128 tile) runs per
 // k-tile 4 hi*hi wgmmas into a fresh accumulator, promoted into fp32 registers with round-to-nearest adds once
-// they finish, and 8 correction wgmmas into a second accumulator that runs over all of K.  No fix-up of
-// inf/NaN lines yet.
+// they finish, and 8 correction wgmmas into a second accumulator that runs over all of K.  The line maxima and
+// exponents are the stage's (tcec_amax's bits: INF_BITS for a line with an inf or a NaN, whose outputs the
+// epilogue recomputes in fp32 by nonfinite_dot).
 #include "tma.cuh"
 
 namespace r14 {
@@ -974,42 +975,37 @@ constexpr int SMEM_BYTES = STAGES * SLOT + 1024 + 2 * STAGES * 8;
 constexpr int PASS_THREADS = 256, COL_K = 32;   // the passes' blocks; col_amax's k-rows per block
 constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);
 
-// e with amax * 2^e in [2^14, 2^15) (0 for a zero or non-finite line).
-__device__ __forceinline__ int scale_exp(float amax) {
-    if (!(amax > 0.f) || !isfinite(amax)) return 0;
-    int x;
-    frexpf(amax, &x);
-    return min(max(15 - x, -120), 120);
-}
+// x * 2^e (exact) split into hi = fp16(x 2^e) and lo = fp16((x 2^e - hi) 2^11).
 __device__ __forceinline__ void split(float v, int e, __half& hi, __half& lo) {
-    const float s = ldexpf(v, e);
+    const float s = v * pow2(e);
     hi = __float2half_rn(s);
-    lo = __float2half_rn((s - __half2float(hi)) * 2048.f);
+    lo = __float2half_rn((s - __half2float(hi)) * LO_SCALE);
 }
 
-// A's row blockIdx.x: its max |x|, then hi and lo (Kp halves a row, zeros past K).  VEC: float4 loads.
+// A's row blockIdx.x: its max |x| (as tcec_amax's bits, into amax_a[row]), then hi and lo (Kp halves a row,
+// zeros past K).  VEC: float4 loads.
 template <bool VEC>
 __device__ void split_a(const float* __restrict__ A, idx_t lda, int K, int Kp, __half* __restrict__ hi,
-                        __half* __restrict__ lo, int* __restrict__ ea) {
+                        __half* __restrict__ lo, unsigned* __restrict__ amax_a) {
     const idx_t row = blockIdx.x;
     const float* a = A + row * lda;
-    float m = 0.f;
+    unsigned m = 0;
     if (VEC) {
         for (int k = 4 * threadIdx.x; k < K; k += 4 * PASS_THREADS) {
             const float4 v = *reinterpret_cast<const float4*>(a + k);
-            m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+            m = max(max(m, max(abs_bits(v.x), abs_bits(v.y))), max(abs_bits(v.z), abs_bits(v.w)));
         }
     } else {
-        for (int k = threadIdx.x; k < K; k += PASS_THREADS) m = fmaxf(m, fabsf(a[k]));
+        for (int k = threadIdx.x; k < K; k += PASS_THREADS) m = max(m, abs_bits(a[k]));
     }
-    __shared__ float red[PASS_THREADS / 32];
-    for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+    __shared__ unsigned red[PASS_THREADS / 32];
+    m = __reduce_max_sync(~0u, m);
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
     __syncthreads();
     m = red[0];
-    for (int i = 1; i < PASS_THREADS / 32; ++i) m = fmaxf(m, red[i]);
-    const int e = scale_exp(m);
-    if (threadIdx.x == 0) ea[row] = e;
+    for (int i = 1; i < PASS_THREADS / 32; ++i) m = max(m, red[i]);
+    const int e = scale_exponent(m);
+    if (threadIdx.x == 0) amax_a[row] = m;
     if (VEC) {
         for (int k = 4 * threadIdx.x; k < Kp; k += 4 * PASS_THREADS) {
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -1032,34 +1028,30 @@ __device__ void split_a(const float* __restrict__ A, idx_t lda, int K, int Kp, _
     }
 }
 
-// Columns of B: each thread's max |x| over COL_K rows, into bits[n] by atomicMax (non-negative floats order as
-// their bits).  VEC: 4 columns a thread (N % 4 == 0, rows 16-byte aligned).
+// Columns of B: each thread's max |x| over COL_K rows, as tcec_amax's bits, into bits[n] by atomicMax.  VEC: 4
+// columns a thread (N % 4 == 0, rows 16-byte aligned).
 template <bool VEC>
 __device__ void col_amax(const float* __restrict__ B, idx_t ldb, int K, int N, unsigned* __restrict__ bits) {
     const int n = (blockIdx.x * PASS_THREADS + threadIdx.x) * (VEC ? 4 : 1), k0 = blockIdx.y * COL_K;
     if (n >= N) return;
-    float4 m = make_float4(0.f, 0.f, 0.f, 0.f);
+    unsigned m[4] = {};
     for (int k = k0; k < min(K, k0 + COL_K); ++k) {
         if (VEC) {
             const float4 v = *reinterpret_cast<const float4*>(B + k * ldb + n);
-            m = make_float4(fmaxf(m.x, fabsf(v.x)), fmaxf(m.y, fabsf(v.y)), fmaxf(m.z, fabsf(v.z)),
-                            fmaxf(m.w, fabsf(v.w)));
+            m[0] = max(m[0], abs_bits(v.x)), m[1] = max(m[1], abs_bits(v.y));
+            m[2] = max(m[2], abs_bits(v.z)), m[3] = max(m[3], abs_bits(v.w));
         } else {
-            m.x = fmaxf(m.x, fabsf(B[k * ldb + n]));
+            m[0] = max(m[0], abs_bits(B[k * ldb + n]));
         }
     }
-    atomicMax(bits + n, __float_as_uint(m.x));
-    if (VEC) {
-        atomicMax(bits + n + 1, __float_as_uint(m.y));
-        atomicMax(bits + n + 2, __float_as_uint(m.z));
-        atomicMax(bits + n + 3, __float_as_uint(m.w));
-    }
+#pragma unroll
+    for (int i = 0; i < (VEC ? 4 : 1); ++i) atomicMax(bits + n + i, m[i]);
 }
 
 // B's row blockIdx.y, split with its columns' exponents (Np halves a row, zeros past N).  VEC as col_amax.
 template <bool VEC>
 __device__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, int Np, const unsigned* __restrict__ bits,
-                        __half* __restrict__ hi, __half* __restrict__ lo, int* __restrict__ eb) {
+                        __half* __restrict__ hi, __half* __restrict__ lo) {
     const int n = (blockIdx.x * PASS_THREADS + threadIdx.x) * (VEC ? 4 : 1);
     const idx_t k = blockIdx.y;
     if (n >= Np) return;
@@ -1075,9 +1067,7 @@ __device__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, in
         }
 #pragma unroll
         for (int i = 0; i < W; ++i) {
-            const int e = scale_exp(__uint_as_float(bits[n + i]));
-            if (k == 0) eb[n + i] = e;
-            split(x[i], e, h[i], l[i]);
+            split(x[i], scale_exponent(bits[n + i]), h[i], l[i]);
         }
     }
     if (VEC) {
@@ -1092,9 +1082,10 @@ __device__ void split_b(const float* __restrict__ B, idx_t ldb, int K, int N, in
 // D = alpha (hi*hi + (lo*hi + hi*lo) / 2^11) 2^-(ea_i + eb_j) + beta C on tiles of 128x128, one block per SM
 // walking them in GROUP_M order.
 __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, const CUtensorMap& map_bhi,
-                     const CUtensorMap& map_blo, int M, int N, int K, const int* __restrict__ ea,
-                     const int* __restrict__ eb, float alpha, float beta, const float* __restrict__ C, idx_t ldc,
-                     float* __restrict__ D, idx_t ldd) {
+                     const CUtensorMap& map_blo, int M, int N, int K, const float* __restrict__ A, idx_t lda,
+                     const float* __restrict__ B, idx_t ldb, const unsigned* __restrict__ amax_a,
+                     const unsigned* __restrict__ amax_b, float alpha, float beta, const float* __restrict__ C,
+                     idx_t ldc, float* __restrict__ D, idx_t ldd) {
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + STAGES * SLOT);
@@ -1180,17 +1171,20 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
         for (int h = 0; h < 2; ++h) {
             const idx_t row = m0 + 64 * c + 16 * warp + (lane >> 2) + 8 * h;
             if (row >= M) continue;
-            const int er = ea[row];
+            const unsigned rm = amax_a[row];
+            const int er = scale_exponent(rm);
 #pragma unroll
             for (int j = 0; j < 16; ++j) {
-                const int col = n0 + 8 * j + 2 * (lane & 3);
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    if (col + e >= N) continue;
-                    const int i = 4 * j + 2 * h + e;
-                    float v = alpha * ldexpf(fmaf(cc[i], 1.f / 2048.f, acc[i]), -(er + eb[col + e]));
-                    if (beta != 0.f) v = fmaf(beta, C[row * ldc + col + e], v);
-                    D[row * ldd + col + e] = v;
+                    const int col = n0 + 8 * j + 2 * (lane & 3) + e, i = 4 * j + 2 * h + e;
+                    if (col >= N) continue;
+                    const unsigned cm = amax_b[col];
+                    // A row or column with an inf or a NaN: its elements again, as SGEMM computes them.
+                    const float v = rm >= INF_BITS || cm >= INF_BITS
+                        ? nonfinite_dot(A, lda, B, ldb, K, row, col)
+                        : unscale(acc[i] + cc[i] * (1.0f / LO_SCALE), er + scale_exponent(cm));
+                    D[row * ldd + col] = gemm_epilogue(v, alpha, beta, C, ldc, row, col);
                 }
             }
         }
@@ -1201,8 +1195,8 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
 
 #define R14_PASS_ENTRIES(VEC, SUFFIX)                                                                        \
     extern "C" __global__ void __launch_bounds__(r14::PASS_THREADS) tcec14_split_a##SUFFIX(                  \
-        const float* __restrict__ A, idx_t lda, int K, int Kp, __half* hi, __half* lo, int* ea) {            \
-        r14::split_a<VEC>(A, lda, K, Kp, hi, lo, ea);                                                        \
+        const float* __restrict__ A, idx_t lda, int K, int Kp, __half* hi, __half* lo, unsigned* amax_a) {   \
+        r14::split_a<VEC>(A, lda, K, Kp, hi, lo, amax_a);                                                    \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(tcec14_split_a##SUFFIX, 1, 0, r14::PASS_THREADS, 0)                                    \
     extern "C" __global__ void __launch_bounds__(r14::PASS_THREADS) tcec14_col_amax##SUFFIX(                 \
@@ -1212,8 +1206,8 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
     STUDY_ENTRY_FACTS(tcec14_col_amax##SUFFIX, r14::COL_K, r14::PASS_THREADS * (VEC ? 4 : 1), r14::PASS_THREADS, 0) \
     extern "C" __global__ void __launch_bounds__(r14::PASS_THREADS) tcec14_split_b##SUFFIX(                  \
         const float* __restrict__ B, idx_t ldb, int K, int N, int Np, const unsigned* bits, __half* hi,      \
-        __half* lo, int* eb) {                                                                               \
-        r14::split_b<VEC>(B, ldb, K, N, Np, bits, hi, lo, eb);                                               \
+        __half* lo) {                                                                                        \
+        r14::split_b<VEC>(B, ldb, K, N, Np, bits, hi, lo);                                                   \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(tcec14_split_b##SUFFIX, 1, r14::PASS_THREADS * (VEC ? 4 : 1), r14::PASS_THREADS, 0)
 R14_PASS_ENTRIES(true, _vec)
@@ -1222,9 +1216,11 @@ R14_PASS_ENTRIES(false, )
 extern "C" __global__ void __launch_bounds__(r14::THREADS, 1) tcec14_gemm(
     const __grid_constant__ CUtensorMap map_ahi, const __grid_constant__ CUtensorMap map_alo,
     const __grid_constant__ CUtensorMap map_bhi, const __grid_constant__ CUtensorMap map_blo, int M, int N, int K,
-    const int* ea, const int* eb, float alpha, float beta, const float* __restrict__ C, idx_t ldc,
-    float* __restrict__ D, idx_t ldd) {
-    r14::gemm(map_ahi, map_alo, map_bhi, map_blo, M, N, K, ea, eb, alpha, beta, C, ldc, D, ldd);
+    const float* __restrict__ A, idx_t lda, const float* __restrict__ B, idx_t ldb, const unsigned* amax_a,
+    const unsigned* amax_b, float alpha, float beta, const float* __restrict__ C, idx_t ldc, float* __restrict__ D,
+    idx_t ldd) {
+    r14::gemm(map_ahi, map_alo, map_bhi, map_blo, M, N, K, A, lda, B, ldb, amax_a, amax_b, alpha, beta, C, ldc, D,
+              ldd);
 }
 STUDY_ENTRY_FACTS(tcec14_gemm, r14::BM, r14::BN, r14::THREADS, r14::SMEM_BYTES)
 #endif

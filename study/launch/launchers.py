@@ -237,7 +237,7 @@ class CudaSplitTmaLaunch(CudaLaunch):
     """TCEC on rung 14's machinery (cuda_kernels/15_tcec.cu, TCEC_RUNG14): three passes split A (per row) and B
     (per column) into exactly scaled hi/lo fp16 matrices, and the persistent TMA-fed GEMM (`entry`, one block
     per SM) reads them.  The passes' `_vec` entries move 16-byte vectors where K (for A) or N (for B) is a
-    multiple of 4 and the operand's rows are 16-byte aligned.  The split matrices and line exponents are
+    multiple of 4 and the operand's rows are 16-byte aligned.  The split matrices and line maxima are
     allocated once per bound call; every launch, the zeroing of B's column maxima included, is inside what is
     timed.  Row-major operands only."""
     pass_threads: int = 256
@@ -248,13 +248,13 @@ class CudaSplitTmaLaunch(CudaLaunch):
 
     def params(self, entry: str = "") -> tuple:
         if entry.startswith("tcec14_split_a"):
-            return params("A:ptr lda:i64 K:int Kp:int hi:ptr lo:ptr ea:ptr")
+            return params("A:ptr lda:i64 K:int Kp:int hi:ptr lo:ptr amax_a:ptr")
         if entry.startswith("tcec14_col_amax"):
             return params("B:ptr ldb:i64 K:int N:int bits:ptr")
         if entry.startswith("tcec14_split_b"):
-            return params("B:ptr ldb:i64 K:int N:int Np:int bits:ptr hi:ptr lo:ptr eb:ptr")
-        return params("map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int ea:ptr eb:ptr "
-                      "alpha:float beta:float C:ptr ldc:i64 D:ptr ldd:i64")
+            return params("B:ptr ldb:i64 K:int N:int Np:int bits:ptr hi:ptr lo:ptr")
+        return params("map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int A:ptr lda:i64 B:ptr "
+                      "ldb:i64 amax_a:ptr amax_b:ptr alpha:float beta:float C:ptr ldc:i64 D:ptr ldd:i64")
 
     def expected_facts(self, entry: str) -> dict[str, int]:
         w = 4 if entry.endswith("_vec") else 1
@@ -286,26 +286,26 @@ class CudaSplitTmaLaunch(CudaLaunch):
         kp, np_ = -(-K // 8) * 8, -(-N // 8) * 8
         ahi, alo = (torch.empty(M, kp, dtype=half, device=dev) for _ in range(2))
         bhi, blo = (torch.empty(K, np_, dtype=half, device=dev) for _ in range(2))
-        ea, eb, bits = (torch.empty(n, dtype=torch.int32, device=dev) for n in (M, N, N))
+        amax_a, bits = (torch.empty(n, dtype=torch.int32, device=dev) for n in (M, N))
         wb = 4 if self._vec(p)[1] else 1
         t = self.pass_threads
         k_a, k_c, k_s, k_g = (self.kernel(e, dev) for e in self.plan(p, 0))
         launches = [
-            driver.prepared(k_a, (M, 1, 1), (t, 1, 1), 0, dict(A=p.a, lda=p.lda, K=K, Kp=kp, hi=ahi, lo=alo, ea=ea),
-                            dev),
+            driver.prepared(k_a, (M, 1, 1), (t, 1, 1), 0,
+                            dict(A=p.a, lda=p.lda, K=K, Kp=kp, hi=ahi, lo=alo, amax_a=amax_a), dev),
             driver.prepared(k_c, (-(-N // (t * wb)), -(-K // self.col_k), 1), (t, 1, 1), 0,
                             dict(B=p.b, ldb=p.ldb, K=K, N=N, bits=bits), dev),
             driver.prepared(k_s, (-(-np_ // (t * wb)), K, 1), (t, 1, 1), 0,
-                            dict(B=p.b, ldb=p.ldb, K=K, N=N, Np=np_, bits=bits, hi=bhi, lo=blo, eb=eb), dev),
+                            dict(B=p.b, ldb=p.ldb, K=K, N=N, Np=np_, bits=bits, hi=bhi, lo=blo), dev),
         ]
         tiles = -(-M // self.tile[0]) * -(-N // self.tile[1])
         c = p.c if p.c is not None else p.out
         launches.append(driver.prepared(k_g, (min(tiles, driver.sm_count(dev)), 1, 1), self.block, k_g.smem, dict(
             map_ahi=driver.tensor_map_2d(ahi[:, :K], (128, 64)), map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
             map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
-            M=M, N=N, K=K, ea=ea, eb=eb, alpha=p.alpha, beta=p.beta, C=c, ldc=c.stride(0), D=p.out,
-            ldd=p.out.stride(0)), dev))
-        buffers = (ahi, alo, bhi, blo, ea, eb)   # the packed launches hold their addresses: kept alive by run
+            M=M, N=N, K=K, A=p.a, lda=p.lda, B=p.b, ldb=p.ldb, amax_a=amax_a, amax_b=bits, alpha=p.alpha,
+            beta=p.beta, C=c, ldc=c.stride(0), D=p.out, ldd=p.out.stride(0)), dev))
+        buffers = (ahi, alo, bhi, blo, amax_a)   # the packed launches hold their addresses: kept alive by run
 
         def run():
             bits.zero_()
