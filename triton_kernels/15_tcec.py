@@ -35,11 +35,15 @@ Compiles to (Triton 3.6, sm_90, 128x128x64, 8 warps): A is split in wgmma's regi
 """
 from __future__ import annotations
 
+import contextvars
+import functools
+
 import triton
 import triton.language as tl
 
-from triton_kernels._common import (INF_BITS, check_grid, config_variants, epilogue, grouped_tile, launch_autotuned,
-                                    max_tiles, nonfinite_fixup, pow2, scale_exponent, tcec_amax, unscale)
+from triton_kernels._common import (INF_BITS, check_grid, config_variants, epilogue, grouped_tile, interpreting,
+                                    launch_autotuned, max_tiles, nonfinite_fixup, pow2, scale_exponent, store_tile,
+                                    tcec_amax, tcec_presplit, tile_rows_cols, unscale)
 
 
 def _config(bm, bn, bk, warps, stages):
@@ -212,3 +216,199 @@ def gemm_nocorr(p):
 def gemm_tf32(p):
     """tf32x3: hi = tf32(x), lo = tf32(x - hi), three TF32 products, promoted like gemm_tcec."""
     return _launch(p, "tf32")
+
+
+# --- the TMA form: split passes, then a persistent GEMM on the fp16 splits ----------------------------------
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).  tcec keeps three 128x128 fp32 tiles in registers (acc, the
+# corrections, the fresh hi*hi chunk): 192 of a thread's registers at 8 warps, so 128x128 is its widest tile.
+# At 4 warps (64x128) two programs share an SM, each other's wgmmas filling the waits of one.
+TMA_CONFIGS = [
+    _config(128, 128, 64, 8, 3),   # 4 x 16 KB a stage
+    _config(128, 128, 32, 8, 4),
+    _config(64, 128, 32, 4, 4),
+]
+# nocorr (one accumulator, hi only: 48 KB a stage at 128x256x64) may take 128x256 tiles too.
+TMA_CONFIGS_NOCORR = TMA_CONFIGS + [_config(128, 256, 64, 8, 3)]
+TMA_INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=4)
+
+
+@triton.jit
+def _add_rn(x, y, ASM: tl.constexpr):
+    """x + y rounded to nearest, as an add.rn.f32 the compiler cannot fold into a tensor-core accumulator."""
+    if ASM:
+        return tl.inline_asm_elementwise("add.rn.f32 $0, $1, $2;", "=f,f,f", [x, y], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:   # the interpreter runs no PTX (and folds nothing)
+        return x + y
+
+
+@triton.jit
+def tcec_tma_kernel(A_hi, A_lo, B_hi, B_lo, C, D, AMAX, M, N, K, lda8, ldb8, ldc, ldd, alpha, beta,
+                    HAS_C: tl.constexpr, SPLIT: tl.constexpr, ASM: tl.constexpr, BLOCK_M: tl.constexpr,
+                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """Persistent: program p of P takes tiles p, p + P, ...; k-tiles of the splits (pitches lda8 * 8, ldb8 * 8)
+    arrive by TMA, through descriptors of their [M, K] and [K, N] corners (zeros past them) built here, so that
+    their boxes follow the config.  The outputs of lines holding an inf or a NaN are left to tma_fixup_kernel."""
+    ah_desc = tl.make_tensor_descriptor(A_hi, shape=[M, K], strides=[lda8 * 8, 1], block_shape=[BLOCK_M, BLOCK_K])
+    bh_desc = tl.make_tensor_descriptor(B_hi, shape=[K, N], strides=[ldb8 * 8, 1], block_shape=[BLOCK_K, BLOCK_N])
+    if SPLIT != "nocorr":
+        al_desc = tl.make_tensor_descriptor(A_lo, shape=[M, K], strides=[lda8 * 8, 1], block_shape=[BLOCK_M, BLOCK_K])
+        bl_desc = tl.make_tensor_descriptor(B_lo, shape=[K, N], strides=[ldb8 * 8, 1], block_shape=[BLOCK_K, BLOCK_N])
+    start = tl.program_id(0)
+    programs = tl.num_programs(0)
+    n_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    tile_out = start - programs   # the epilogue's own tile counter, as stage 13's
+    for tile in tl.range(start, n_tiles, programs, flatten=True):
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        cc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for kt in range(k_tiles):
+            k = kt * BLOCK_K
+            a_hi = ah_desc.load([off_m, k])
+            b_hi = bh_desc.load([k, off_n])
+            if SPLIT == "nocorr":
+                acc = tl.dot(a_hi, b_hi, acc, out_dtype=tl.float32)
+            elif SPLIT == "markidis":
+                a_lo = al_desc.load([off_m, k])
+                b_lo = bl_desc.load([k, off_n])
+                acc = tl.dot(a_hi, b_hi, acc, out_dtype=tl.float32)
+                acc = tl.dot(a_lo, b_hi, acc, out_dtype=tl.float32)
+                acc = tl.dot(a_hi, b_lo, acc, out_dtype=tl.float32)
+            else:
+                a_lo = al_desc.load([off_m, k])
+                b_lo = bl_desc.load([k, off_n])
+                hh = tl.dot(a_hi, b_hi, out_dtype=tl.float32)      # a fresh tensor-core accumulator
+                cc = tl.dot(a_lo, b_hi, cc, out_dtype=tl.float32)  # the corrections: over all K
+                cc = tl.dot(a_hi, b_lo, cc, out_dtype=tl.float32)
+                acc = _add_rn(acc, hh, ASM)                        # the promotion, round to nearest
+        tile_out += programs
+        pid_m, pid_n = grouped_tile(tile_out, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+        cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+        ea = scale_exponent(tl.load(AMAX + rows, mask=rows < M, other=0))
+        eb = scale_exponent(tl.load(AMAX + M + cols, mask=cols < N, other=0))
+        if SPLIT == "tcec":
+            acc = acc + cc * (1.0 / SCALE)
+        acc = unscale(acc, ea[:, None] + eb[None, :])
+        # Stored in four BLOCK_N/4-wide pieces: the layout change before each store (for coalescing) then
+        # takes a quarter of the tile's shared memory, which leaves room for a third ring slot.
+        left, right = _halves(acc)
+        q0, q1 = _halves(left)
+        q2, q3 = _halves(right)
+        Q: tl.constexpr = BLOCK_N // 4
+        _store_cols(q0, pid_n * BLOCK_N, rows, C, D, M, N, ldc, ldd, alpha, beta, HAS_C)
+        _store_cols(q1, pid_n * BLOCK_N + Q, rows, C, D, M, N, ldc, ldd, alpha, beta, HAS_C)
+        _store_cols(q2, pid_n * BLOCK_N + 2 * Q, rows, C, D, M, N, ldc, ldd, alpha, beta, HAS_C)
+        _store_cols(q3, pid_n * BLOCK_N + 3 * Q, rows, C, D, M, N, ldc, ldd, alpha, beta, HAS_C)
+
+
+@triton.jit
+def _halves(x):
+    """x's left and right halves (columns)."""
+    return tl.split(tl.permute(tl.reshape(x, (x.shape[0], 2, x.shape[1] // 2)), (0, 2, 1)))
+
+
+@triton.jit
+def _store_cols(x, col0, rows, C, D, M, N, ldc, ldd, alpha, beta, HAS_C: tl.constexpr):
+    """D[rows, col0 ...] = alpha * x + beta * C there, masked to M x N."""
+    cols = (col0 + tl.arange(0, x.shape[1])).to(tl.int64)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    store_tile(x, alpha, beta, C, D, rows[:, None], cols[None, :], mask, ldc, ldd, HAS_C)
+
+
+@triton.jit
+def tma_fixup_kernel(A, B, C, D, AMAX, M, N, K, sam, sak, sbk, sbn, ldc, ldd, alpha, beta, HAS_C: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """nonfinite_fixup for A and B of any strides, one program per tile of D: where a row of A or a column of B
+    holds an inf or a NaN, D = alpha * sum_k A[i, k] B[k, j] + beta * C in fp32, k in order.  A launch of its
+    own: inside the GEMM its never-run loop made ptxas spill (255 registers).  Other tiles load their maxima
+    and exit."""
+    rows, cols = tile_rows_cols(tl.program_id(0), N, BLOCK_M, BLOCK_N)
+    in_m, in_n = rows < M, cols < N
+    bad = ((tl.load(AMAX + rows, mask=in_m, other=0) >= INF_BITS)[:, None]
+           | (tl.load(AMAX + M + cols, mask=in_n, other=0) >= INF_BITS)[None, :])
+    if tl.max(tl.max(bad.to(tl.int32), axis=1), axis=0) > 0:
+        s = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k in range(0, K):
+            a = tl.load(A + rows * sam + k * sak, mask=in_m, other=0.0)
+            b = tl.load(B + k * tl.cast(sbk, tl.int64) + cols * sbn, mask=in_n, other=0.0)
+            s += a[:, None] * b[None, :]
+        store_tile(s, alpha, beta, C, D, rows[:, None], cols[None, :], bad & in_m[:, None] & in_n[None, :], ldc, ldd,
+                   HAS_C)
+
+
+_TMA_KEY = ["M", "N", "K", "SPLIT", "HAS_C"]
+_tuned_tma = triton.autotune(configs=TMA_CONFIGS, key=_TMA_KEY)(tcec_tma_kernel)
+_tuned_tma_nocorr = triton.autotune(configs=TMA_CONFIGS_NOCORR, key=_TMA_KEY)(tcec_tma_kernel)
+_FIXUP_TILE = 64
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device) -> int:
+    """The persistent grid's size: one program per SM (4 on the interpreter, so that each walks several tiles)."""
+    import torch
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
+
+
+def tma_splits(p, split: str):
+    """tcec_presplit for `split` ("tcec", "markidis" or "nocorr"), after the checks the TMA form needs."""
+    import torch
+    name = f"triton:15_tcec ({split}, TMA)"
+    if p.a.dtype != torch.float32 or p.b.dtype != torch.float32:
+        raise ValueError(f"{name}: takes fp32 A and B, got {p.a.dtype} and {p.b.dtype}")
+    if p.a.device.type == "cuda" and torch.cuda.get_device_capability(p.a.device)[0] < 9:
+        raise ValueError(f"{name}: needs TMA and wgmma (sm_90 or later)")
+    return tcec_presplit(p, lo_scale=1.0 if split == "markidis" else SCALE.value, with_lo=split != "nocorr")
+
+
+def tma_gemm(p, split: str, splits):
+    """The persistent GEMM on tma_splits(p, split), then the fix-up of inf/NaN lines."""
+    import torch
+    M, N, K = p.mnk
+    a_hi, a_lo, b_hi, b_lo, amax = splits
+    a_lo = a_hi if a_lo is None else a_lo   # nocorr: placeholders, never loaded
+    b_lo = b_hi if b_lo is None else b_lo
+    c = p.c if p.c is not None else p.out   # a placeholder pointer when HAS_C=False: never read
+    sms = _sm_count(p.a.device)
+    args = dict(A_hi=a_hi, A_lo=a_lo, B_hi=b_hi, B_lo=b_lo, C=c, D=p.out, AMAX=amax, M=M, N=N, K=K,
+                lda8=a_hi.stride(0) // 8, ldb8=b_hi.stride(0) // 8, ldc=c.stride(0), ldd=p.out.stride(0),
+                alpha=p.alpha, beta=p.beta, HAS_C=p.c is not None, SPLIT=split, ASM=not interpreting())
+    # One program per SM; two for 64-row tiles (4 warps: half the registers and shared memory).
+    grid = lambda cfg: (min(sms * (2 if cfg["BLOCK_M"] == 64 else 1),
+                            triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])),)
+
+    def run():   # the descriptors live in Triton's global scratch: 128 bytes a program each
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=p.a.device))
+        if interpreting():
+            return tcec_tma_kernel[grid(TMA_INTERPRETER_CONFIG)](**args, **TMA_INTERPRETER_CONFIG)
+        return (_tuned_tma_nocorr if split == "nocorr" else _tuned_tma)[grid](**args)
+    kernel = contextvars.copy_context().run(run)   # the caller's allocator (or none) stays
+    fix = (triton.cdiv(M, _FIXUP_TILE) * triton.cdiv(N, _FIXUP_TILE),)
+    check_grid(f"triton:15_tcec ({split}, TMA)", fix[0])
+    tma_fixup_kernel[fix](p.a, p.b, c, p.out, amax, M, N, K, p.a.stride(0), p.a.stride(1), p.b.stride(0),
+                          p.b.stride(1), c.stride(0), p.out.stride(0), p.alpha, p.beta, HAS_C=p.c is not None,
+                          BLOCK_M=_FIXUP_TILE, BLOCK_N=_FIXUP_TILE, num_warps=4)
+    return kernel
+
+
+def _launch_tma(p, split: str):
+    return tma_gemm(p, split, tma_splits(p, split))
+
+
+def gemm_tcec_tma(p):
+    """fp16x3-tcec on TMA: split passes, hi*hi promoted per k-tile, corrections in their own accumulator."""
+    return _launch_tma(p, "tcec")
+
+
+def gemm_markidis_tma(p):
+    """fp16x3-markidis on TMA: lo unscaled, all three products in one tensor-core accumulator."""
+    return _launch_tma(p, "markidis")
+
+
+def gemm_nocorr_tma(p):
+    """fp16-inputs on TMA: hi only."""
+    return _launch_tma(p, "nocorr")

@@ -247,3 +247,118 @@ def nonfinite_fixup(A, B, C, D, rows, cols, bad, M, N, K, lda, ldb, ldc, ldd, al
             s += a[:, None] * b[None, :]
         mask = bad & in_m[:, None] & in_n[None, :]
         store_tile(s, alpha, beta, C, D, rows[:, None], cols[None, :], mask, ldc, ldd, HAS_C)
+
+
+# --- the split passes of stage 15's TMA forms ---------------------------------------------------------------
+# tcec_presplit() writes A's and B's fp16 splits to memory once, so that the GEMM reads them through TMA: fp16
+# tiles, half the bytes of fp32 ones, landing in shared memory in wgmma's layout.  Each operand moves through
+# DRAM three times: the maxima pass reads it, the split reads it again and writes hi and lo (2 x fp16 = one
+# fp32).  Two launches after a zero fill, each over A's tiles then B's (Python's launch, tens of microseconds,
+# is not paid twice).
+_PASS_ROWS, _PASS_COLS, _PASS_WARPS = 32, 256, 8   # a program's [rows, columns] tile of A or B
+
+
+@triton.jit
+def _tile_of(pid, rows, cols, BR: tl.constexpr, BC: tl.constexpr):
+    """Row and column indices of tile pid of a rows x cols matrix (tiles in row-major order)."""
+    n = tl.cdiv(cols, BC)
+    return (pid // n) * BR + tl.arange(0, BR), (pid % n) * BC + tl.arange(0, BC)
+
+
+@triton.jit
+def _abs_bits(X, r, c, rows, cols, s_row, s_col):
+    """The bits of |x| over a tile (0 outside the matrix), inf and every NaN as INF_BITS."""
+    x = tl.load(X + r[:, None].to(tl.int64) * s_row + c[None, :].to(tl.int64) * s_col,
+                mask=(r < rows)[:, None] & (c < cols)[None, :], other=0.0)
+    bits = tl.abs(x).to(tl.int32, bitcast=True)
+    return tl.where(bits >= INF_BITS, INF_BITS, bits)
+
+
+@triton.jit
+def _amax_pair_kernel(A, B, OUT, M, N, K, sam, sak, sbk, sbn, a_tiles, BR: tl.constexpr, BC: tl.constexpr):
+    """tcec_amax's maxima in one launch (OUT zeroed): programs below a_tiles take [BR, BC] tiles of A and
+    reduce along k, the rest tiles of B, reduced along k too (down its columns)."""
+    pid = tl.program_id(0)
+    if pid < a_tiles:
+        rows, ks = _tile_of(pid, M, K, BR, BC)
+        tl.atomic_max(OUT + rows, tl.max(_abs_bits(A, rows, ks, M, K, sam, sak), axis=1), mask=rows < M)
+    else:
+        kr, cols = _tile_of(pid - a_tiles, K, N, BR, BC)
+        tl.atomic_max(OUT + M + cols, tl.max(_abs_bits(B, kr, cols, K, N, sbk, sbn), axis=0), mask=cols < N)
+
+
+@triton.jit
+def _split_tile(X, HI, LO, AMAX, r, c, rows, cols, s_row, s_col, ld8, SCALE_ROWS: tl.constexpr,
+                LO_SCALE: tl.constexpr, WITH_LO: tl.constexpr):
+    """HI, LO [rows, ld8 * 8] (row-major) at the tile r x c = the split of X [rows, cols] (strides s_row, s_col),
+    each row (or each column, SCALE_ROWS=False) times its exact power of two; zeros in columns cols ..
+    ld8*8 - 1 and in lines holding an inf or a NaN.  The pitch arrives divided by 8 so the compiler knows
+    that rows start 16-byte aligned."""
+    in_r = r < rows
+    x = tl.load(X + r[:, None].to(tl.int64) * s_row + c[None, :].to(tl.int64) * s_col,
+                mask=in_r[:, None] & (c < cols)[None, :], other=0.0)
+    if SCALE_ROWS:
+        bits = tl.load(AMAX + r, mask=in_r, other=0)[:, None]
+    else:
+        bits = tl.load(AMAX + c, mask=c < cols, other=0)[None, :]
+    # An exact scaling (scale_exponent keeps x * 2^e normal and below 2^15); a line with an inf or a NaN -> 0.
+    xs = tl.where(bits < INF_BITS, x * pow2(scale_exponent(bits)), 0.0)
+    hi = xs.to(tl.float16)                                        # round to nearest even
+    pitch = ld8 * 8
+    out = r[:, None].to(tl.int64) * pitch + c[None, :]
+    mask = in_r[:, None] & (c < pitch)[None, :]
+    tl.store(HI + out, hi, mask=mask)
+    if WITH_LO:
+        lo = ((xs - hi.to(tl.float32)) * LO_SCALE).to(tl.float16)   # xs - hi is exact in fp32
+        tl.store(LO + out, lo, mask=mask)
+
+
+@triton.jit
+def _split_pair_kernel(A, B, A_HI, A_LO, B_HI, B_LO, AMAX, M, N, K, sam, sak, sbk, sbn, lda8, ldb8, a_tiles,
+                       LO_SCALE: tl.constexpr, WITH_LO: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    """Both splits in one launch: programs below a_tiles take tiles of A_HI/A_LO [M, lda8 * 8], each row
+    scaled by its own power of two; the rest tiles of B_HI/B_LO [K, ldb8 * 8], each column by its own."""
+    pid = tl.program_id(0)
+    if pid < a_tiles:
+        r, c = _tile_of(pid, M, lda8 * 8, BR, BC)
+        _split_tile(A, A_HI, A_LO, AMAX, r, c, M, K, sam, sak, lda8, True, LO_SCALE, WITH_LO)
+    else:
+        r, c = _tile_of(pid - a_tiles, K, ldb8 * 8, BR, BC)
+        _split_tile(B, B_HI, B_LO, AMAX + M, r, c, K, N, sbk, sbn, ldb8, False, LO_SCALE, WITH_LO)
+
+
+def tcec_presplit(p, lo_scale: float = 2048.0, with_lo: bool = True):
+    """-> (a_hi, a_lo, b_hi, b_lo, amax)
+    a_hi, a_lo: torch.float16 [M, Kp], Kp = ceil(K/8)*8: row i = split of A[i, :] * 2^ea[i]; zeros in columns K..Kp-1
+    b_hi, b_lo: torch.float16 [K, Np], Np = ceil(N/8)*8: column j = split of B[:, j] * 2^eb[j]; zeros in cols N..Np-1
+    amax: int32 [M + N], exactly what tcec_amax(p) returns (so scale_exponent / nonfinite_fixup work unchanged)
+    A line (row of A / column of B) holding an inf or a NaN gets hi = lo = 0 everywhere (its outputs are
+    recomputed by nonfinite_fixup), so the GEMM never meets inf/NaN.  with_lo=False: a_lo, b_lo are None.
+    hi = fp16_rn(x 2^e), lo = fp16_rn((x 2^e - hi) lo_scale): lo_scale 2^11 for TCEC, 1 for Markidis (a power of
+    two: the residual's product stays exact).  A and B may have any strides.  The four splits are views of one
+    allocation, each 16-byte aligned."""
+    import torch
+    M, N, K = p.mnk
+    Kp, Np = triton.cdiv(K, 8) * 8, triton.cdiv(N, 8) * 8
+    dev = p.a.device
+    amax = torch.zeros(M + N, dtype=torch.int32, device=dev)
+    sam, sak, sbk, sbn = p.a.stride(0), p.a.stride(1), p.b.stride(0), p.b.stride(1)
+    br, bc = _PASS_ROWS, _PASS_COLS
+    a_tiles = triton.cdiv(M, br) * triton.cdiv(K, bc)
+    programs = a_tiles + triton.cdiv(K, br) * triton.cdiv(max(N, Np), bc)
+    check_grid("tcec_presplit", programs)
+    _amax_pair_kernel[(a_tiles + triton.cdiv(K, br) * triton.cdiv(N, bc),)](
+        p.a, p.b, amax, M, N, K, sam, sak, sbk, sbn, a_tiles, BR=br, BC=bc, num_warps=_PASS_WARPS)
+    parts = 2 if with_lo else 1
+    buf = torch.empty(parts * (M * Kp + K * Np), dtype=torch.float16, device=dev)
+    a_hi, b_hi = buf[:M * Kp].view(M, Kp), buf[M * Kp:M * Kp + K * Np].view(K, Np)
+    a_lo = b_lo = None
+    if with_lo:
+        rest = buf[M * Kp + K * Np:]
+        a_lo, b_lo = rest[:M * Kp].view(M, Kp), rest[M * Kp:].view(K, Np)
+    a_tiles = triton.cdiv(M, br) * triton.cdiv(Kp, bc)
+    _split_pair_kernel[(a_tiles + triton.cdiv(K, br) * triton.cdiv(Np, bc),)](
+        p.a, p.b, a_hi, a_hi if a_lo is None else a_lo, b_hi, b_hi if b_lo is None else b_lo, amax, M, N, K,
+        sam, sak, sbk, sbn, Kp // 8, Np // 8, a_tiles, LO_SCALE=float(lo_scale), WITH_LO=with_lo, BR=br, BC=bc,
+        num_warps=_PASS_WARPS)
+    return a_hi, a_lo, b_hi, b_lo, amax
