@@ -33,7 +33,7 @@
 //              largest |x| falls into fp16's subnormals and keeps fewer bits (its error is then that small
 //              relative to the line's largest term); a line whose largest |x| is below 2^-112 is scaled by at
 //              most 2^126.  A row of A or column of B holding an inf or a NaN is split as zeros and its outputs
-//              recomputed in fp32 FMAs (nonfinite_dot), so inf and NaN come out where, and as, SGEMM's do.
+//              recomputed in fp32 FMAs by a last launch (tcec_fixup), so inf and NaN come out as SGEMM's do.
 #include <cuda_fp16.h>
 
 #include "async_copy.cuh"
@@ -53,7 +53,7 @@ constexpr float LO_SCALE = 2048.0f;          // 2^11, seed 002 eqs. (6)-(7)
 // 2^eb[j] (exact), each chosen to put the line's largest finite |x| in [2^14, 2^15), and the epilogue multiplies
 // the product by 2^-(ea[i] + eb[j]).  The passes record each line's max |x| as its bits (non-negative floats
 // order as their bits), or INF_BITS where the line holds an inf or a NaN; such lines are split as zeros and
-// their results recomputed in fp32 (nonfinite_dot), so that inf and NaN come out where, and as, SGEMM's do.
+// their results recomputed in fp32 (tcec_fixup), so that inf and NaN come out where, and as, SGEMM's do.
 constexpr unsigned INF_BITS = 0x7F800000u;
 
 __device__ __forceinline__ unsigned abs_bits(float x) { return min(__float_as_uint(x) & 0x7FFFFFFFu, INF_BITS); }
@@ -75,11 +75,27 @@ __device__ __forceinline__ float unscale(float v, int e) {
 }
 
 // sum_k A[row][k] B[k][col] by fp32 FMAs in k order: an element whose row of A or column of B holds an inf or NaN.
-__device__ __noinline__ float nonfinite_dot(const float* __restrict__ A, idx_t lda, const float* __restrict__ B,
-                                            idx_t ldb, int K, idx_t row, int col) {
+__device__ float nonfinite_dot(const float* __restrict__ A, idx_t lda, const float* __restrict__ B, idx_t ldb, int K,
+                               idx_t row, idx_t col) {
     float s = 0.0f;
     for (int k = 0; k < K; ++k) s = fmaf(A[row * lda + k], B[(idx_t)k * ldb + col], s);
     return s;
+}
+
+// The last launch, tcec_fixup: block b < M recomputes row b of D if row b of A holds an inf or a NaN, block M + j
+// column j if column j of B does (blockIdx.y: the batch's matrix); every other block returns at once.
+__device__ void fixup(const float* __restrict__ A, idx_t lda, idx_t batch_a, const float* __restrict__ B, idx_t ldb,
+                      idx_t batch_b, int M, int N, int K, const unsigned* __restrict__ amax_a,
+                      const unsigned* __restrict__ amax_b, float alpha, float beta, const float* __restrict__ C,
+                      idx_t ldc, idx_t batch_c, float* __restrict__ D, idx_t ldd, idx_t batch_d) {
+    const idx_t z = blockIdx.y, b = blockIdx.x;
+    const bool row = b < M;
+    if ((row ? amax_a[z * M + b] : amax_b[z * N + (b - M)]) < INF_BITS) return;
+    A += z * batch_a, B += z * batch_b, C += z * batch_c, D += z * batch_d;
+    for (idx_t i = threadIdx.x; i < (row ? N : M); i += blockDim.x) {
+        const idx_t r = row ? b : i, c = row ? i : b - M;
+        D[r * ldd + c] = gemm_epilogue(nonfinite_dot(A, lda, B, ldb, K, r, c), alpha, beta, C, ldc, r, c);
+    }
 }
 
 // ---- the passes ------------------------------------------------------------------------------------------
@@ -221,8 +237,6 @@ constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);   // 128
 
 // What the epilogue reads, GEMM z's start in each at z * batch_*.
 struct Operands {
-    const float* A; idx_t lda, batch_a;
-    const float* B; idx_t ldb, batch_b;
     const unsigned* amax_a;   // [batch][M]
     const unsigned* amax_b;   // [batch][N]
     const float* C; idx_t ldc, batch_c;
@@ -338,17 +352,14 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
         if (lane == 0) async_copy::mbar_arrive(&empty[prev]);
 
         const idx_t z = t / per_gemm;
-        const float* A = o.A + z * o.batch_a;
-        const float* B = o.B + z * o.batch_b;
         const float* C = o.C + z * o.batch_c;
         float* D = o.D + z * o.batch_d;
-        constexpr int BAD = 1 << 20;   // an exponent no finite line has: its row or column holds an inf or a NaN
         const int row0 = m0 + 64 * c + 16 * warp + (lane >> 2);   // this thread's rows: row0, row0 + 8
         int er[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const unsigned rm = row0 + 8 * h < M ? o.amax_a[z * M + row0 + 8 * h] : 0u;
-            er[h] = rm >= INF_BITS ? BAD : scale_exponent(rm);
+            er[h] = scale_exponent(rm);
         }
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -357,7 +368,7 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const unsigned cm = col0 + e < N ? o.amax_b[z * N + col0 + e] : 0u;
-                ec[e] = cm >= INF_BITS ? BAD : scale_exponent(cm);
+                ec[e] = scale_exponent(cm);
             }
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
@@ -369,10 +380,7 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
                     const int i = 4 * j + 2 * h + e;
                     v[e] = acc[i];
                     if constexpr (V == TCEC) v[e] += cc[i] * (1.0f / LO_SCALE);
-                    // A row or column with an inf or a NaN: its elements again, as SGEMM computes them.
-                    v[e] = (er[h] | ec[e]) & BAD
-                        ? (col0 + e < N ? nonfinite_dot(A, o.lda, B, o.ldb, K, row, col0 + e) : 0.0f)
-                        : unscale(v[e], er[h] + ec[e]);
+                    v[e] = unscale(v[e], er[h] + ec[e]);   // a line with an inf or a NaN: tcec_fixup's
                 }
                 float* d = D + row * o.ldd + col0;
                 const float* cp = C + row * o.ldc + col0;
@@ -428,13 +436,21 @@ TCEC_SPLIT_B_ENTRY(tcec_split_b_vec, true)
     extern "C" __global__ void __launch_bounds__(THREADS, 1) NAME(                                           \
         const __grid_constant__ CUtensorMap map_ahi, const __grid_constant__ CUtensorMap map_alo,            \
         const __grid_constant__ CUtensorMap map_bhi, const __grid_constant__ CUtensorMap map_blo, int M, int N, \
-        int K, int batch, const float* A, idx_t lda, idx_t batch_a, const float* B, idx_t ldb, idx_t batch_b,  \
-        const unsigned* amax_a, const unsigned* amax_b, float alpha, float beta, const float* C, idx_t ldc,  \
-        idx_t batch_c, float* D, idx_t ldd, idx_t batch_d) {                                                 \
-        const Operands o{A, lda, batch_a, B, ldb, batch_b, amax_a, amax_b, C, ldc, batch_c, D, ldd, batch_d}; \
+        int K, int batch, const unsigned* amax_a, const unsigned* amax_b, float alpha, float beta,           \
+        const float* C, idx_t ldc, idx_t batch_c, float* D, idx_t ldd, idx_t batch_d) {                      \
+        const Operands o{amax_a, amax_b, C, ldc, batch_c, D, ldd, batch_d};                                  \
         gemm<V>(map_ahi, map_alo, map_bhi, map_blo, M, N, K, batch, o, alpha, beta);                         \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, BM, BN, THREADS, SMEM_BYTES)
 TCEC_GEMM_ENTRY(tcec_gemm, TCEC)
 TCEC_GEMM_ENTRY(tcec_markidis, MARKIDIS)
 TCEC_GEMM_ENTRY(tcec_nocorr, NOCORR)
+
+// tcec_fixup (grid M + N, batch; 256 threads): the rows and columns holding an inf or a NaN, in fp32 FMAs.
+extern "C" __global__ void __launch_bounds__(PASS_THREADS) tcec_fixup(
+    const float* __restrict__ A, idx_t lda, idx_t batch_a, const float* __restrict__ B, idx_t ldb, idx_t batch_b,
+    int M, int N, int K, const unsigned* amax_a, const unsigned* amax_b, float alpha, float beta, const float* C,
+    idx_t ldc, idx_t batch_c, float* D, idx_t ldd, idx_t batch_d) {
+    fixup(A, lda, batch_a, B, ldb, batch_b, M, N, K, amax_a, amax_b, alpha, beta, C, ldc, batch_c, D, ldd, batch_d);
+}
+STUDY_ENTRY_FACTS(tcec_fixup, 1, 1, PASS_THREADS, 0)

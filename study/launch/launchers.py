@@ -236,7 +236,8 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
 class CudaSplitTmaLaunch(CudaLaunch):
     """TCEC on rung 14's machinery (cuda_kernels/15_tcec.cu): two passes split A (per row) and B (per column) into
     exactly scaled hi/lo fp16 matrices (tcec_lines: A's split beside B's column maxima; tcec_split_b), and the
-    persistent TMA-fed GEMM (`entry`, one block per SM) reads them.  The passes' vector entries move 16-byte
+    persistent TMA-fed GEMM (`entry`, one block per SM) reads them; tcec_fixup recomputes the rows and columns
+    holding an inf or a NaN (the rest of its blocks return at once).  The passes' vector entries move 16-byte
     vectors where K (for A) or N (for B) is a multiple of 4 and the operand is 16-byte aligned.  `lo_scale` is the
     split's 2^11 (1 for Markidis's unscaled lo); `with_lo=False` skips lo (hi alone).  The split matrices and line
     maxima are allocated once per bound call; every launch, the zeroing of B's column maxima included, is inside
@@ -251,7 +252,7 @@ class CudaSplitTmaLaunch(CudaLaunch):
              (True, True): "tcec_lines_vab"}
 
     def entries(self) -> tuple[str, ...]:
-        return (self.entry, *self.LINES.values(), "tcec_split_b", "tcec_split_b_vec")
+        return (self.entry, *self.LINES.values(), "tcec_split_b", "tcec_split_b_vec", "tcec_fixup")
 
     def params(self, entry: str = "") -> tuple:
         if entry.startswith("tcec_lines"):
@@ -259,19 +260,21 @@ class CudaSplitTmaLaunch(CudaLaunch):
                           "B:ptr ldb:i64 batch_b:i64 N:int col_blocks:int k_blocks:int bits:ptr")
         if entry.startswith("tcec_split_b"):
             return params("B:ptr ldb:i64 batch_b:i64 K:int N:int Np:int lo_scale:float bits:ptr hi:ptr lo:ptr")
-        return params("map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int batch:int A:ptr lda:i64 "
-                      "batch_a:i64 B:ptr ldb:i64 batch_b:i64 amax_a:ptr amax_b:ptr alpha:float beta:float C:ptr "
-                      "ldc:i64 batch_c:i64 D:ptr ldd:i64 batch_d:i64")
+        epilogue = "amax_a:ptr amax_b:ptr alpha:float beta:float C:ptr ldc:i64 batch_c:i64 D:ptr ldd:i64 batch_d:i64"
+        if entry == "tcec_fixup":
+            return params(f"A:ptr lda:i64 batch_a:i64 B:ptr ldb:i64 batch_b:i64 M:int N:int K:int {epilogue}")
+        return params(f"map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int batch:int {epilogue}")
 
     def expected_facts(self, entry: str) -> dict[str, int]:
-        if entry.startswith("tcec_lines") or entry.startswith("tcec_split_b"):
+        if entry.startswith(("tcec_lines", "tcec_split_b", "tcec_fixup")):
             w = 4 if entry.endswith(("_vb", "_vab", "_vec")) else 1
-            return {f"{entry}_bm": 1, f"{entry}_bn": self.pass_threads * w, f"{entry}_threads": self.pass_threads}
+            bn = 1 if entry == "tcec_fixup" else self.pass_threads * w
+            return {f"{entry}_bm": 1, f"{entry}_bn": bn, f"{entry}_threads": self.pass_threads}
         return super().expected_facts(entry)
 
     def plan(self, p, sms: int) -> tuple[str, ...]:
         va, vb = self._vec(p.a, p.b, *p.mnk[1:])
-        return (self.LINES[va, vb], "tcec_split_b_vec" if vb else "tcec_split_b", self.entry)
+        return (self.LINES[va, vb], "tcec_split_b_vec" if vb else "tcec_split_b", self.entry, "tcec_fixup")
 
     @staticmethod
     def _vec(a, b, N: int, K: int, strides: tuple[int, int] = (0, 0)) -> tuple[bool, bool]:
@@ -312,12 +315,12 @@ class CudaSplitTmaLaunch(CudaLaunch):
         amax_a, bits = (torch.empty(batch * n, dtype=torch.int32, device=dev) for n in (M, N))
         va, vb = self._vec(p.a, p.b, N, K, (strides["batch_a"], strides["batch_b"]))
         t, wb = self.pass_threads, (4 if vb else 1)
-        k_l, k_s, k_g = (self.kernel(e, dev) for e in (self.LINES[va, vb], "tcec_split_b_vec" if vb else "tcec_split_b",
-                                                          self.entry))
+        k_l, k_s, k_g, k_f = (self.kernel(e, dev) for e in (self.LINES[va, vb], "tcec_split_b_vec" if vb else
+                                                               "tcec_split_b", self.entry, "tcec_fixup"))
         lo_a, lo_b = (alo, blo) if self.with_lo else (0, 0)
         col_blocks, k_blocks = -(-N // (t * wb)), min(-(-K // self.col_k), 1024)
-        if M + col_blocks * k_blocks > 2**31 - 1:
-            raise ValueError(f"{name}: M = {M} rows exceed the first pass's grid (2**31 - 1 blocks)")
+        if max(M + col_blocks * k_blocks, M + N) > 2**31 - 1:
+            raise ValueError(f"{name}: M + N = {M + N} lines exceed the passes' grids (2**31 - 1 blocks)")
         launches = [
             driver.prepared(k_l, (M + col_blocks * k_blocks, batch, 1), (t, 1, 1), 0, dict(
                 A=p.a, lda=p.lda, batch_a=strides["batch_a"], M=M, K=K, Kp=kp, lo_scale=self.lo_scale, hi=ahi,
@@ -329,13 +332,18 @@ class CudaSplitTmaLaunch(CudaLaunch):
         ]
         tiles = batch * -(-M // self.tile[0]) * -(-N // self.tile[1])
         c = p.c if p.c is not None else p.out
-        launches.append(driver.prepared(k_g, (min(tiles, driver.sm_count(dev)), 1, 1), self.block, k_g.smem, dict(
-            map_ahi=driver.tensor_map_2d(ahi[:, :K], (128, 64)), map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
-            map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
-            M=M, N=N, K=K, batch=batch, A=p.a, lda=p.lda, batch_a=strides["batch_a"], B=p.b, ldb=p.ldb,
-            batch_b=strides["batch_b"], amax_a=amax_a, amax_b=bits, alpha=p.alpha, beta=p.beta, C=c,
-            ldc=c.stride(0), batch_c=strides["batch_c"], D=p.out, ldd=p.out.stride(0), batch_d=strides["batch_d"]),
-            dev))
+        epilogue = dict(amax_a=amax_a, amax_b=bits, alpha=p.alpha, beta=p.beta, C=c, ldc=c.stride(0),
+                        batch_c=strides["batch_c"], D=p.out, ldd=p.out.stride(0), batch_d=strides["batch_d"])
+        launches += [
+            driver.prepared(k_g, (min(tiles, driver.sm_count(dev)), 1, 1), self.block, k_g.smem, dict(
+                map_ahi=driver.tensor_map_2d(ahi[:, :K], (128, 64)),
+                map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
+                map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
+                M=M, N=N, K=K, batch=batch, **epilogue), dev),
+            driver.prepared(k_f, (M + N, batch, 1), (t, 1, 1), 0, dict(
+                A=p.a, lda=p.lda, batch_a=strides["batch_a"], B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], M=M, N=N,
+                K=K, **epilogue), dev),
+        ]
         buffers = (ahi, alo, bhi, blo, amax_a)   # the packed launches hold their addresses: kept alive by run
 
         def run(upto: int = len(launches)):
