@@ -298,8 +298,9 @@ def _tcec_stage() -> list[Impl]:
         dtypes = {"fp32": precision}
         title = f"{s.title} ({precision})"
         # The fp16 forms run on the Hopper rung's Triton and Gluon machinery (their files import it).
-        triton_src = _triton_sources(s.key, "13_swizzle")
-        gluon_src = (*_gluon_sources(s.key, "14_wgmma", "13_swizzle"), TRITON_DIR / "13_swizzle.py")
+        triton_src = _triton_sources(s.key)
+        gluon_src = (*_gluon_sources(s.key, "14_wgmma", "13_swizzle"), TRITON_DIR / "13_swizzle.py",
+                     TRITON_DIR / f"{s.key}.py")
         impls += [
             Impl(f"cuda:{s.key}{suffix}", "cuda", s, dtypes, cuda, _cuda_sources(cuda.source), title),
             Impl(f"triton:{s.key}{suffix}", "triton", s, dtypes, TritonLaunch(s.key, fn), triton_src, title),

@@ -45,13 +45,13 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from triton_kernels import _common as _tk
 from triton_kernels._common import INF_BITS, scale_exponent, tcec_amax, unscale
 from triton_kernels.gluon._common import (as_int64, as_multiple, assert_conflict_free, epilogue, grouped_tile,
                                           launch_tiles, pitches_divisible, ring_advance, ring_prologue, split_cols,
                                           store_part, store_pieces)
 
 _g14 = importlib.import_module("triton_kernels.gluon.14_wgmma")
+_t15 = importlib.import_module("triton_kernels.15_tcec")   # its passes, tcec_presplit
 _acc_layout = _g14._acc_layout
 
 # tcec_tma_kernel's VARIANT and the entry point of each.
@@ -239,7 +239,7 @@ def _launch_tma(p, entry: str):
     """tcec_presplit (passes: line maxima, scaled hi/lo fp16 copies), tcec_tma_kernel, fixup_kernel."""
     meta = variants(entry)[0]
     v = meta["VARIANT"]
-    a_hi, a_lo, b_hi, b_lo, amax = _tk.tcec_presplit(p, 1.0 if v == MARKIDIS else 2048.0, v != NOCORR)
+    a_hi, a_lo, b_hi, b_lo, amax = _t15.tcec_presplit(p, 1.0 if v == MARKIDIS else 2048.0, v != NOCORR)
     bm, bn, bk = meta.pop("BM"), meta.pop("BN"), meta.pop("BK")
     M, N, K = p.mnk
     # [M, K] and [K, N] views of the padded buffers: TMA reads zeros past K and N (and M).
