@@ -8,7 +8,7 @@
 //              Three passes write the split operands (A per row, K-major; B's column maxima, then B per row,
 //              N-major: the layouts rung 14's TMA reads); the GEMM is rung 14's: persistent, a producer thread
 //              feeding a 3-slot ring by TMA, two consumer warpgroups of 64x128 issuing SS wgmma m64n128k16.
-//              Per k-tile of 64, hi*hi runs into a fresh accumulator and leaves the tensor core, added to fp32
+//              Per 32 k (half a k-tile), hi*hi runs into a fresh accumulator and leaves the tensor core, added to fp32
 //              registers with round-to-nearest FADDs; the two corrections share a second accumulator over all K.
 // Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs.
 //              (6)-(7), and its finding that accumulating inside the tensor cores (which round toward zero) kept
@@ -313,20 +313,30 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
             const uint32_t off = s * (SLOT >> 4);
             const auto a = [&](uint32_t d, int kk) { return wgmma::desc(d + off + 2 * kk, DESC_HI); };
             const auto b = [&](uint32_t d, int kk) { return wgmma::desc(d + off + 128 * kk, DESC_HI); };
-            wgmma::fence();
             if constexpr (V == TCEC) {
+                // Two halves of 32 k: hi*hi of each in a fresh accumulator (two k16 steps inside the tensor core,
+                // whose adds truncate), then promoted; the half's corrections run meanwhile.
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) wgmma::mma<__half, 128>(hh, a(dahi, kk), b(dbhi, kk), kk);
-                wgmma::commit();
+                for (int half = 0; half < 2; ++half) {
+                    wgmma::fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
-                    wgmma::mma<__half, 128>(cc, a(dalo, kk), b(dbhi, kk), kt | kk);
-                    wgmma::mma<__half, 128>(cc, a(dahi, kk), b(dblo, kk), 1);
+                    for (int kk = 2 * half; kk < 2 * half + 2; ++kk)
+                        wgmma::mma<__half, 128>(hh, a(dahi, kk), b(dbhi, kk), kk & 1);
+                    wgmma::commit();
+#pragma unroll
+                    for (int kk = 2 * half; kk < 2 * half + 2; ++kk) {
+                        wgmma::mma<__half, 128>(cc, a(dalo, kk), b(dbhi, kk), kt | kk);
+                        wgmma::mma<__half, 128>(cc, a(dahi, kk), b(dblo, kk), 1);
+                    }
+                    wgmma::commit();
+                    wgmma::wait<1>();   // this half's hi*hi done, and every wgmma before its corrections
+                    wgmma::hold(hh);
+                    if (half == 0 && kt > 0 && lane == 0) async_copy::mbar_arrive(&empty[prev]);   // k-tile kt-1's
+#pragma unroll
+                    for (int i = 0; i < 64; ++i) acc[i] = __fadd_rn(acc[i], hh[i]);
                 }
-                wgmma::commit();
-                wgmma::wait<1>();   // hi*hi done, and the k-tile before's corrections: promote, release that slot
-                wgmma::hold(hh);
             } else {
+                wgmma::fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
                     wgmma::mma<__half, 128>(acc, a(dahi, kk), b(dbhi, kk), kt | kk);
@@ -337,11 +347,7 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
                 }
                 wgmma::commit();
                 wgmma::wait<1>();   // the k-tile before's products: release that slot
-            }
-            if (kt > 0 && lane == 0) async_copy::mbar_arrive(&empty[prev]);
-            if constexpr (V == TCEC) {
-#pragma unroll
-                for (int i = 0; i < 64; ++i) acc[i] = __fadd_rn(acc[i], hh[i]);
+                if (kt > 0 && lane == 0) async_copy::mbar_arrive(&empty[prev]);
             }
             prev = s;
             if (++s == STAGES) s = 0, ph ^= 1;

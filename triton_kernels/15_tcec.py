@@ -212,11 +212,15 @@ def tcec_tma_kernel(A_hi, A_lo, B_hi, B_lo, C, D, AMAX, M, N, K, lda8, ldb8, ldc
     """Persistent: program p of P takes tiles p, p + P, ...; k-tiles of the splits (pitches lda8 * 8, ldb8 * 8)
     arrive by TMA, through descriptors of their [M, K] and [K, N] corners (zeros past them) built here, so that
     their boxes follow the config.  The outputs of lines holding an inf or a NaN are left to tma_fixup_kernel."""
-    ah_desc = tl.make_tensor_descriptor(A_hi, shape=[M, K], strides=[lda8 * 8, 1], block_shape=[BLOCK_M, BLOCK_K])
-    bh_desc = tl.make_tensor_descriptor(B_hi, shape=[K, N], strides=[ldb8 * 8, 1], block_shape=[BLOCK_K, BLOCK_N])
+    # tcec promotes hi*hi every PART_K of k (two k16 steps inside the tensor core, whose adds truncate): its boxes
+    # are PART_K deep, PARTS of them a k-tile.
+    PARTS: tl.constexpr = 2 if SPLIT == "tcec" and BLOCK_K >= 32 else 1
+    PART_K: tl.constexpr = BLOCK_K // PARTS
+    ah_desc = tl.make_tensor_descriptor(A_hi, shape=[M, K], strides=[lda8 * 8, 1], block_shape=[BLOCK_M, PART_K])
+    bh_desc = tl.make_tensor_descriptor(B_hi, shape=[K, N], strides=[ldb8 * 8, 1], block_shape=[PART_K, BLOCK_N])
     if SPLIT != "nocorr":
-        al_desc = tl.make_tensor_descriptor(A_lo, shape=[M, K], strides=[lda8 * 8, 1], block_shape=[BLOCK_M, BLOCK_K])
-        bl_desc = tl.make_tensor_descriptor(B_lo, shape=[K, N], strides=[ldb8 * 8, 1], block_shape=[BLOCK_K, BLOCK_N])
+        al_desc = tl.make_tensor_descriptor(A_lo, shape=[M, K], strides=[lda8 * 8, 1], block_shape=[BLOCK_M, PART_K])
+        bl_desc = tl.make_tensor_descriptor(B_lo, shape=[K, N], strides=[ldb8 * 8, 1], block_shape=[PART_K, BLOCK_N])
     start = tl.program_id(0)
     programs = tl.num_programs(0)
     n_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -230,23 +234,27 @@ def tcec_tma_kernel(A_hi, A_lo, B_hi, B_lo, C, D, AMAX, M, N, K, lda8, ldb8, ldc
         cc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         for kt in range(k_tiles):
             k = kt * BLOCK_K
-            a_hi = ah_desc.load([off_m, k])
-            b_hi = bh_desc.load([k, off_n])
             if SPLIT == "nocorr":
-                acc = tl.dot(a_hi, b_hi, acc, out_dtype=tl.float32)
+                acc = tl.dot(ah_desc.load([off_m, k]), bh_desc.load([k, off_n]), acc, out_dtype=tl.float32)
             elif SPLIT == "markidis":
+                a_hi = ah_desc.load([off_m, k])
+                b_hi = bh_desc.load([k, off_n])
                 a_lo = al_desc.load([off_m, k])
                 b_lo = bl_desc.load([k, off_n])
                 acc = tl.dot(a_hi, b_hi, acc, out_dtype=tl.float32)
                 acc = tl.dot(a_lo, b_hi, acc, out_dtype=tl.float32)
                 acc = tl.dot(a_hi, b_lo, acc, out_dtype=tl.float32)
             else:
-                a_lo = al_desc.load([off_m, k])
-                b_lo = bl_desc.load([k, off_n])
-                hh = tl.dot(a_hi, b_hi, out_dtype=tl.float32)      # a fresh tensor-core accumulator
-                cc = tl.dot(a_lo, b_hi, cc, out_dtype=tl.float32)  # the corrections: over all K
-                cc = tl.dot(a_hi, b_lo, cc, out_dtype=tl.float32)
-                acc = _add_rn(acc, hh, ASM)                        # the promotion, round to nearest
+                for part in tl.static_range(PARTS):
+                    kp = k + part * PART_K
+                    a_hi = ah_desc.load([off_m, kp])
+                    b_hi = bh_desc.load([kp, off_n])
+                    a_lo = al_desc.load([off_m, kp])
+                    b_lo = bl_desc.load([kp, off_n])
+                    hh = tl.dot(a_hi, b_hi, out_dtype=tl.float32)      # a fresh tensor-core accumulator
+                    cc = tl.dot(a_lo, b_hi, cc, out_dtype=tl.float32)  # the corrections: over all K
+                    cc = tl.dot(a_hi, b_lo, cc, out_dtype=tl.float32)
+                    acc = _add_rn(acc, hh, ASM)                        # the promotion, round to nearest
         tile_out += programs
         pid_m, pid_n = grouped_tile(tile_out, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)

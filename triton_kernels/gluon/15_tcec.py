@@ -151,6 +151,7 @@ def _tma_consumer(a_ring, b_ring, ready, empty, C, D, AMAX, M, N, K, ldc, ldd, a
     BM: gl.constexpr = a_ring.shape[1]
     BK: gl.constexpr = a_ring.shape[2]
     BN: gl.constexpr = b_ring.shape[2]
+    HALF_K: gl.constexpr = BK // 2
     WG_M: gl.constexpr = BM // 2
     L: gl.constexpr = _acc_layout(BN)
     # Pitches zero-extended (they are >= 0): hoisted to the kernel's entry, a sign-extended one was spilled.
@@ -183,14 +184,20 @@ def _tma_consumer(a_ring, b_ring, ready, empty, C, D, AMAX, M, N, K, ldc, ldd, a
                     acc = warpgroup_mma(a_hi, b_hi, acc, is_async=True)
                     acc = warpgroup_mma_wait(3, deps=[acc])
                     mbarrier.arrive(empty.index((n + STAGES - 1) % STAGES), pred=kt > 0)
-                else:
-                    hh = warpgroup_mma(a_hi, b_hi, zero, use_acc=False, is_async=True)
-                    cc = warpgroup_mma(a_lo, b_hi, cc, use_acc=kt > 0, is_async=True)
-                    cc = warpgroup_mma(a_hi, b_lo, cc, is_async=True)
-                    # cc too, as a dependency only (not waited for): the loop carries it as a tensor.
-                    hh, cc = warpgroup_mma_wait(2, deps=[hh, cc])
-                    mbarrier.arrive(empty.index((n + STAGES - 1) % STAGES), pred=kt > 0)
-                    acc = acc + hh   # add.f32: round to nearest, outside the tensor cores' truncation
+                else:   # two halves of the k-tile, each hi*hi promoted (two k16 steps inside the tensor core)
+                    for h in gl.static_range(2):
+                        ah = a_hi.slice(h * HALF_K, HALF_K, dim=1)
+                        al = a_lo.slice(h * HALF_K, HALF_K, dim=1)
+                        bh = b_hi.slice(h * HALF_K, HALF_K, dim=0)
+                        bl = b_lo.slice(h * HALF_K, HALF_K, dim=0)
+                        hh = warpgroup_mma(ah, bh, zero, use_acc=False, is_async=True)
+                        cc = warpgroup_mma(al, bh, cc, use_acc=(kt > 0) or (h > 0), is_async=True)
+                        cc = warpgroup_mma(ah, bl, cc, is_async=True)
+                        # cc too, as a dependency only (not waited for): the loop carries it as a tensor.
+                        hh, cc = warpgroup_mma_wait(2, deps=[hh, cc])
+                        if h == 0:
+                            mbarrier.arrive(empty.index((n + STAGES - 1) % STAGES), pred=kt > 0)
+                        acc = acc + hh   # add.f32: round to nearest, outside the tensor cores' truncation
             n += 1
         if VARIANT == 0:
             cc = warpgroup_mma_wait(0, deps=[cc])
