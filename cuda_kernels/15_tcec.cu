@@ -5,11 +5,11 @@
 //                  A B  ~  hiA hiB + (loA hiB + hiA loB) / 2^11          (loA loB, ~2^-22 of it, dropped).
 //              Before the split, row i of A and column j of B are multiplied by powers of two (exact) that put
 //              each line's largest |x| in [2^14, 2^15), and the epilogue multiplies D back by 2^-(ea_i + eb_j).
-//              Three passes write the split operands (A per row, K-major; B's column maxima, then B per row,
-//              N-major: the layouts rung 14's TMA reads); the GEMM is rung 14's: persistent, a producer thread
-//              feeding a 3-slot ring by TMA, two consumer warpgroups of 64x128 issuing SS wgmma m64n128k16.
-//              Per 32 k (half a k-tile), hi*hi runs into a fresh accumulator and leaves the tensor core, added to fp32
-//              registers with round-to-nearest FADDs; the two corrections share a second accumulator over all K.
+//              Two passes write the split operands (A per row, K-major, beside B's column maxima; then B per
+//              row, N-major: the layouts rung 14's TMA reads); the GEMM is rung 14's: persistent, a producer
+//              thread feeding a 3-slot ring by TMA, two consumer warpgroups of 64x128 issuing SS wgmma
+//              m64n128k16.  Per 32 k, hi*hi runs into a fresh accumulator and leaves the tensor core, added to
+//              fp32 registers with round-to-nearest FADDs; the two corrections share a second accumulator.
 // Reproduces:  seed 002 (Ootomo & Yokota 2022, section 4.4): the split, scaling and correction of its eqs.
 //              (6)-(7), and its finding that accumulating inside the tensor cores (which round toward zero) kept
 //              Markidis et al.'s method short of fp32 accuracy.  Variants of the same kernel: tcec_markidis (lo
@@ -18,10 +18,11 @@
 // Changed:     against stage 14: fp32 inputs, split by passes into two fp16 matrices each; three products per
 //              product and a second accumulator.  Against this stage's first form (A split in registers for RS
 //              wgmma, 255 registers, issue-bound; docs/15_tcec.md): the split leaves the k-loop.
-// Why faster:  cuBLAS's fp16 GEMM over K = 3N does exactly the three products: 259 TFLOP/s of fp32 work at
-//              4096^3 on an H100, 5x SGEMM's ~51 (docs/15_tcec.md).  With the split out of the loop the GEMM can
-//              run near that ceiling; the passes move each operand's bytes about three times at DRAM speed.
-//              Measured: see docs/15_tcec.md and reports/h100/results.csv.
+// Why faster:  cuBLAS's fp16 GEMM over K = 3N does exactly the three products, ~5x SGEMM's rate of fp32 work
+//              (the stage's probe of that ceiling is in ceilings.json); with the split out of the k-loop the GEMM
+//              can run near it, and the passes move each operand's bytes about three times at DRAM speed.
+// Measured:    184.5 TFLOP/s at 4096^3 and 198.7 at 8192^3 on an H100, 3.58x and 3.87x cuBLAS SGEMM, the
+//              passes included (reports/h100/results.csv; docs/15_tcec.md splits the time).
 //
 // Ragged edges: the split matrices are padded to multiples of 8 halves (zeros past K in A, past N in B) and
 //              read through tensor maps of the unpadded extents, which zero-fill past M, N and K; stores are

@@ -212,7 +212,7 @@ STAGES: tuple[Stage, ...] = (
                          "accumulator (wait_group 0 after hi*hi and after lo*hi), and the promotion is an inline "
                          "add.rn.f32 so that no pass folds it back into the tensor core",
                "gluon": "the CUDA kernel's twin on rung 14's Gluon machinery (warp_specialize, SS warpgroup_mma); "
-                        "Gluon adds two bar.sync per k-tile in each consumer"},
+                        "Gluon adds three bar.sync per k-tile in each consumer"},
         # Seed 002, Section 4.4.1 and Figure 7: "dividing the theoretical peak performance of FP16-TC ... by 3".
         fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
     ),
