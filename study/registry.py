@@ -270,48 +270,48 @@ def _wgmma_stage() -> list[Impl]:
     ]
 
 
-# Stage 15 (seed 002): fp32 inputs on tensor cores, one kernel per backend in four variants.  Name suffix ->
-# (precision label, CUDA entry, Triton/Gluon function); the labels' tolerances are in study/core/schema.py.
+# Stage 15 (seed 002): fp32 inputs on tensor cores.  Name suffix -> (precision label, CUDA entry, Triton/Gluon
+# function); the labels' tolerances are in study/core/schema.py.  The CUDA method and its two variants are one
+# kernel (cuda_kernels/15_tcec.cu); 3xTF32 and the bf16 recipes are the shootout (cuda_kernels/tcec_shootout.cu).
 TCEC_VARIANTS = {
-    "": ("fp16x3-tcec", "tcec_fp16", "gemm_tcec"),                       # the method: scaled lo, RN outside TC
-    "-markidis": ("fp16x3-markidis", "tcec_markidis", "gemm_markidis"),  # unscaled lo, all summed inside TC
-    "-nocorr": ("fp16-inputs", "tcec_nocorr", "gemm_nocorr"),            # hi only: fp16-rounded inputs
-    "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                       # 3xTF32 split: fp32's exponent range
+    "": ("fp16x3-tcec", "tcec_gemm", "gemm_tcec_tma"),                      # the method: scaled lo, RN outside TC
+    "-markidis": ("fp16x3-markidis", "tcec_markidis", "gemm_markidis_tma"),  # unscaled lo, all summed inside TC
+    "-nocorr": ("fp16-inputs", "tcec_nocorr", "gemm_nocorr_tma"),            # hi only: fp16-rounded inputs
+    "-tf32": ("tf32x3", "tcec_tf32", "gemm_tf32"),                           # 3xTF32 split: fp32's exponent range
 }
-# cuda_kernels/15_tcec.cu: 128x128 tiles, 256 threads.  The fp16 variants (wgmma) read B as split by a first
-# kernel, in 32x128 tiles.
+SHOOTOUT = "tcec_shootout.cu"
+
+
+def _tcec_cuda(precision: str, entry: str) -> CudaLaunch:
+    if precision == "tf32x3":
+        return CudaBatchedLaunch(SHOOTOUT, entry, (256, 1, 1), (128, 128), unaligned_entry=f"{entry}_unaligned")
+    return CudaSplitTmaLaunch(f"{stage('15').key}.cu", entry, (384, 1, 1), (128, 128),
+                              lo_scale=1.0 if precision == "fp16x3-markidis" else 2048.0,
+                              with_lo=precision != "fp16-inputs")
 
 
 def _tcec_stage() -> list[Impl]:
     s = stage("15")
     impls = []
     for suffix, (precision, entry, fn) in TCEC_VARIANTS.items():
-        common = dict(source=f"{s.key}.cu", entry=entry, block=(256, 1, 1), tile=(128, 128),
-                      unaligned_entry=f"{entry}_unaligned")
-        if precision == "tf32x3":
-            cuda = CudaBatchedLaunch(**common)
-        else:
-            cuda = CudaPresplitLaunch(**common, split_entry=f"{entry}_split_b", split_tile=(32, 128),
-                                      amax_entry="tcec_amax")
+        cuda = _tcec_cuda(precision, entry)
         dtypes = {"fp32": precision}
         title = f"{s.title} ({precision})"
+        # The fp16 forms run on the Hopper rung's Triton and Gluon machinery (their files import it).
+        triton_src = _triton_sources(s.key)
+        gluon_src = (*_gluon_sources(s.key, "14_wgmma", "13_swizzle"), TRITON_DIR / "13_swizzle.py",
+                     TRITON_DIR / f"{s.key}.py")
         impls += [
             Impl(f"cuda:{s.key}{suffix}", "cuda", s, dtypes, cuda, _cuda_sources(cuda.source), title),
-            Impl(f"triton:{s.key}{suffix}", "triton", s, dtypes, TritonLaunch(s.key, fn), _triton_sources(s.key), title),
-            Impl(f"gluon:{s.key}{suffix}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}", fn),
-                 _gluon_sources(s.key), title),
+            Impl(f"triton:{s.key}{suffix}", "triton", s, dtypes, TritonLaunch(s.key, fn), triton_src, title),
+            Impl(f"gluon:{s.key}{suffix}", "gluon", s, dtypes, TritonLaunch(f"gluon.{s.key}", fn), gluon_src, title),
         ]
-    # The fp32-emulation shootout's fused bf16 recipes (cuda_kernels/15_tcec.cu): three bf16 parts per value,
-    # six or nine mma.sync products, hi*hi promoted into fp32 registers as TCEC does.
+    # The fp32-emulation shootout's fused bf16 recipes (cuda_kernels/tcec_shootout.cu): three bf16 parts per
+    # value, six or nine mma.sync products, a0*b0 promoted into fp32 registers as TCEC promotes hi*hi.
     for name in ("bf16x6", "bf16x9"):
-        cuda = CudaBatchedLaunch(f"{s.key}.cu", name, (256, 1, 1), (128, 128), unaligned_entry=f"{name}_unaligned")
+        cuda = CudaBatchedLaunch(SHOOTOUT, name, (256, 1, 1), (128, 128), unaligned_entry=f"{name}_unaligned")
         impls.append(Impl(f"cuda:{s.key}-{name}", "cuda", s, {"fp32": name}, cuda, _cuda_sources(cuda.source),
                           f"{s.title} ({name}, bf16 splits)"))
-    # Gluon's second form of the method: wgmma with A split in registers, as the CUDA stage (its mma_v2 form
-    # above is the exact WMMAe mapping of seed 002).
-    impls.append(Impl(f"gluon:{s.key}-wgmma", "gluon", s, {"fp32": "fp16x3-tcec"},
-                      TritonLaunch(f"gluon.{s.key}", "gemm_tcec_wgmma"), _gluon_sources(s.key),
-                      f"{s.title} (fp16x3-tcec, wgmma)"))
     return impls
 
 
@@ -350,14 +350,6 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "wide": WGMMA_WIDE,
         "tma": WGMMA_TMA,
         "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
-    },
-    "cuda:15_tcec": {      # hi*hi promoted every 4 k-tiles instead of every one (biased: see the kernel)
-        # TCEC on rung 14's machinery: split passes, TMA, SS wgmma, hi*hi promoted every k-tile
-        "rung14": CudaSplitTmaLaunch("15_tcec.cu", "tcec14_gemm", (384, 1, 1), (128, 128),
-                                     defines=("TCEC_RUNG14",)),
-        "chunk4": CudaPresplitLaunch("15_tcec.cu", "tcec_fp16", (256, 1, 1), (128, 128), defines=("TCEC_CHUNK=4",),
-                                     unaligned_entry="tcec_fp16_unaligned", split_entry="tcec_fp16_split_b",
-                                     amax_entry="tcec_amax"),
     },
 }
 

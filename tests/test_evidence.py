@@ -141,7 +141,7 @@ MUTATIONS = {
                     'scalar: str = field(default="double", repr=False)', ["cuda:01_naive"]),
     "argument-names": ("study/launch/launchers.py", "C:ptr ldc:i64 D:ptr ldd:i64", "C:ptr ldd:i64 D:ptr ldc:i64",
                        ["cuda:01_naive", "cuda:15_tcec"]),
-    "tcec-split-tile": ("study/registry.py", "split_tile=(32, 128)", "split_tile=(32, 64)", ["cuda:15_tcec"]),
+    "tcec-pass-rows": ("study/launch/launchers.py", "col_k: int = 32", "col_k: int = 64", ["cuda:15_tcec"]),
     "test-shapes": ("tests/helpers.py", "for n in (1, 7, 31, 33, 127, 257, 1000)", "for n in (1, 7, 31, 33, 127, 257)",
                     ["cuda:01_naive", "triton:01_naive", "cublas"]),
     "tolerance": ("study/core/schema.py", '"fp32": 2e-5,', '"fp32": 2e-4,', ["cuda:01_naive", "gluon:03_smem_tiling"]),

@@ -434,6 +434,10 @@ def test_readme_results_block_is_what_the_data_renders():
 # Forms registered after the committed H100 sweep was cut short before its last shape (2048x8192x8192): their rows
 # there are missing, named here explicitly (python -m study.report --check still counts them).
 AWAITING_SWEEP: set[str] = set()
+# Calls of the default ncu profile that the committed H100 profile lacks: stage 15's Triton forms at the ragged shape,
+# cut off by the profile run's time limit (2026-11-27, commit 779de20) when the stage was rebuilt.
+AWAITING_PROFILE: set[str] = {f"{name} fp32 3001 2999 1001" for name in (
+    "triton:15_tcec", "triton:15_tcec-markidis", "triton:15_tcec-nocorr", "triton:15_tcec-tf32")}
 
 
 def test_the_h100_report_is_complete_and_marks_its_stale_rows():
@@ -450,9 +454,13 @@ def test_the_h100_report_is_complete_and_marks_its_stale_rows():
     d = REPO / "reports" / "h100"
     problems = check(d, current=False)
     awaiting = [p for p in problems if p.startswith("missing: ") and p.split()[1] in AWAITING_SWEEP]
-    other = [p for p in problems if p not in awaiting]
+    unprofiled = [p for p in problems
+                  if p.startswith("not profiled: ") and p[len("not profiled: "):] in AWAITING_PROFILE]
+    other = [p for p in problems if p not in awaiting + unprofiled]
     assert not other, f"{len(other)} problem(s) in reports/h100, e.g. {other[:5]}"
     assert {p.split()[1] for p in awaiting} == AWAITING_SWEEP, "measured now: drop them from AWAITING_SWEEP"
+    assert {p[len("not profiled: "):] for p in unprofiled} == AWAITING_PROFILE, \
+        "profiled now: drop them from AWAITING_PROFILE"
     stale = stale_keys(d)
     html = (d / "index.html").read_text(encoding="utf-8")
     if not stale:

@@ -208,10 +208,11 @@ STAGES: tuple[Stage, ...] = (
         "Each fp32 operand is split into an fp16 high part and a scaled fp16 low part; three fp16 tensor-core "
         "products (hi*hi, lo*hi, hi*lo) rebuild the fp32 product, and hi*hi is summed outside the tensor cores "
         "in round-to-nearest fp32.  Variants show what the correction and the rounding buy.",
-        notes={"triton": "no handle on the MMA chain below one tl.dot: hi*hi is promoted once per k-tile, the "
-                         "scaled corrections folded into the same chunk, and every product waits (wait_group 0)",
-               "gluon": "gluon:15_tcec is the WMMAe mapping on mma_v2 (issue-bound); gluon:15_tcec-wgmma drains "
-                        "the tensor pipe once per k-tile, where the CUDA stage overlaps the next tile's split"},
+        notes={"triton": "the same pre-split operands; Triton waits on every dot that is not a loop-carried "
+                         "accumulator (wait_group 0 after hi*hi and after lo*hi), and the promotion is an inline "
+                         "add.rn.f32 so that no pass folds it back into the tensor core",
+               "gluon": "the CUDA kernel's twin on rung 14's Gluon machinery (warp_specialize, SS warpgroup_mma); "
+                        "Gluon adds three bar.sync per k-tile in each consumer"},
         # Seed 002, Section 4.4.1 and Figure 7: "dividing the theoretical peak performance of FP16-TC ... by 3".
         fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
     ),

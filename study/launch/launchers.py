@@ -234,85 +234,129 @@ class CudaPresplitLaunch(CudaBatchedLaunch):
 
 @dataclass(frozen=True)
 class CudaSplitTmaLaunch(CudaLaunch):
-    """TCEC on rung 14's machinery (cuda_kernels/15_tcec.cu, TCEC_RUNG14): three passes split A (per row) and B
-    (per column) into exactly scaled hi/lo fp16 matrices, and the persistent TMA-fed GEMM (`entry`, one block
-    per SM) reads them.  The passes' `_vec` entries move 16-byte vectors where K (for A) or N (for B) is a
-    multiple of 4 and the operand's rows are 16-byte aligned.  The split matrices and line exponents are
-    allocated once per bound call; every launch, the zeroing of B's column maxima included, is inside what is
-    timed.  Row-major operands only."""
+    """TCEC on rung 14's machinery (cuda_kernels/15_tcec.cu): two passes split A (per row) and B (per column) into
+    exactly scaled hi/lo fp16 matrices (tcec_lines: A's split beside B's column maxima; tcec_split_b), and the
+    persistent TMA-fed GEMM (`entry`, one block per SM) reads them; tcec_fixup recomputes the rows and columns
+    holding an inf or a NaN (the rest of its blocks return at once).  The passes' vector entries move 16-byte
+    vectors where K (for A) or N (for B) is a multiple of 4 and the operand is 16-byte aligned.  `lo_scale` is the
+    split's 2^11 (1 for Markidis's unscaled lo); `with_lo=False` skips lo (hi alone).  The split matrices and line
+    maxima are allocated once per bound call; every launch, the zeroing of B's column maxima included, is inside
+    what is timed.  `batched` stacks a batch's matrices (seed 002's Figure 8) through the same launches.
+    Row-major operands only."""
+    lo_scale: float = 2048.0
+    with_lo: bool = True
     pass_threads: int = 256
     col_k: int = 32
+    PASSES = 2                       # tcec_lines (A's split beside B's column maxima), tcec_split_b
+    LINES = {(False, False): "tcec_lines", (True, False): "tcec_lines_va", (False, True): "tcec_lines_vb",
+             (True, True): "tcec_lines_vab"}
 
     def entries(self) -> tuple[str, ...]:
-        return (self.entry, *(f"tcec14_{p}{v}" for p in ("split_a", "col_amax", "split_b") for v in ("", "_vec")))
+        return (self.entry, *self.LINES.values(), "tcec_split_b", "tcec_split_b_vec", "tcec_fixup")
 
     def params(self, entry: str = "") -> tuple:
-        if entry.startswith("tcec14_split_a"):
-            return params("A:ptr lda:i64 K:int Kp:int hi:ptr lo:ptr ea:ptr")
-        if entry.startswith("tcec14_col_amax"):
-            return params("B:ptr ldb:i64 K:int N:int bits:ptr")
-        if entry.startswith("tcec14_split_b"):
-            return params("B:ptr ldb:i64 K:int N:int Np:int bits:ptr hi:ptr lo:ptr eb:ptr")
-        return params("map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int ea:ptr eb:ptr "
-                      "alpha:float beta:float C:ptr ldc:i64 D:ptr ldd:i64")
+        if entry.startswith("tcec_lines"):
+            return params("A:ptr lda:i64 batch_a:i64 M:int K:int Kp:int lo_scale:float hi:ptr lo:ptr amax_a:ptr "
+                          "B:ptr ldb:i64 batch_b:i64 N:int col_blocks:int k_blocks:int bits:ptr")
+        if entry.startswith("tcec_split_b"):
+            return params("B:ptr ldb:i64 batch_b:i64 K:int N:int Np:int lo_scale:float bits:ptr hi:ptr lo:ptr")
+        epilogue = "amax_a:ptr amax_b:ptr alpha:float beta:float C:ptr ldc:i64 batch_c:i64 D:ptr ldd:i64 batch_d:i64"
+        if entry == "tcec_fixup":
+            return params(f"A:ptr lda:i64 batch_a:i64 B:ptr ldb:i64 batch_b:i64 M:int N:int K:int {epilogue}")
+        return params(f"map_ahi:tmap map_alo:tmap map_bhi:tmap map_blo:tmap M:int N:int K:int batch:int {epilogue}")
 
     def expected_facts(self, entry: str) -> dict[str, int]:
-        w = 4 if entry.endswith("_vec") else 1
-        if entry.startswith("tcec14_split_a"):
-            return {f"{entry}_bm": 1, f"{entry}_bn": 0, f"{entry}_threads": self.pass_threads}
-        if entry.startswith("tcec14_col_amax"):
-            return {f"{entry}_bm": self.col_k, f"{entry}_bn": self.pass_threads * w,
-                    f"{entry}_threads": self.pass_threads}
-        if entry.startswith("tcec14_split_b"):
-            return {f"{entry}_bm": 1, f"{entry}_bn": self.pass_threads * w, f"{entry}_threads": self.pass_threads}
+        if entry.startswith(("tcec_lines", "tcec_split_b", "tcec_fixup")):
+            w = 4 if entry.endswith(("_vb", "_vab", "_vec")) else 1
+            bn = 1 if entry == "tcec_fixup" else self.pass_threads * w
+            return {f"{entry}_bm": 1, f"{entry}_bn": bn, f"{entry}_threads": self.pass_threads}
         return super().expected_facts(entry)
 
     def plan(self, p, sms: int) -> tuple[str, ...]:
-        va, vb = self._vec(p)
-        return (f"tcec14_split_a{va}", f"tcec14_col_amax{vb}", f"tcec14_split_b{vb}", self.entry)
+        va, vb = self._vec(p.a, p.b, *p.mnk[1:])
+        return (self.LINES[va, vb], "tcec_split_b_vec" if vb else "tcec_split_b", self.entry, "tcec_fixup")
 
     @staticmethod
-    def _vec(p) -> tuple[str, str]:
-        _, N, K = p.mnk
-        return ("_vec" if K % 4 == 0 and aligned16(p.a) else ""), ("_vec" if N % 4 == 0 and aligned16(p.b) else "")
+    def _vec(a, b, N: int, K: int, strides: tuple[int, int] = (0, 0)) -> tuple[bool, bool]:
+        return (K % 4 == 0 and strides[0] % 4 == 0 and aligned16(a)), (N % 4 == 0 and strides[1] % 4 == 0
+                                                                         and aligned16(b))
 
     def bind(self, name: str, p) -> Bound:
         if p.a_col or p.b_col:
             raise ValueError(f"{name}: this launch takes row-major A and B only")
+        run = self._launches(name, p, 1, dict.fromkeys(("batch_a", "batch_b", "batch_c", "batch_d"), 0))
+        return Bound(run, lambda: self.resources(self.entry))
+
+    def batched(self, impl, a, b, out=None):
+        """D[i] = A[i] @ B[i]; A: BxMxK, B: BxKxN, D (allocated if None): BxMxN, all contiguous."""
+        if out is None:
+            out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
+        if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
+            raise ValueError(f"{impl.name}: batched operands must be contiguous")
+        if tuple(out.shape) != (a.shape[0], a.shape[1], b.shape[2]) or out.dtype != a.dtype:
+            raise ValueError(f"{impl.name}: batched out must be {(a.shape[0], a.shape[1], b.shape[2])} {a.dtype}")
+        if not 1 <= a.shape[0] <= 65535:
+            raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds grid.y <= 65535")
+        p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
+        strides = dict(batch_a=a.stride(0), batch_b=b.stride(0), batch_c=out.stride(0), batch_d=out.stride(0))
+        self._launches(impl.name, p, a.shape[0], strides)()
+        return out
+
+    def _launches(self, name: str, p, batch: int, strides: dict):
+        """The passes and the GEMM on `batch` stacked problems like `p`, loaded and packed now."""
         M, N, K = p.mnk
-        if K > 65535:
-            raise ValueError(f"{name}: K = {K} needs {K} rows of B's split grid; the launch allows 65535")
+        if batch * max(M, K) > 2**31 - 2**16:
+            raise ValueError(f"{name}: {batch} stacked matrices of {max(M, K)} rows exceed the tensor maps' "
+                             f"32-bit coordinates")
         dev, half = p.a.device, torch.float16
         kp, np_ = -(-K // 8) * 8, -(-N // 8) * 8
-        ahi, alo = (torch.empty(M, kp, dtype=half, device=dev) for _ in range(2))
-        bhi, blo = (torch.empty(K, np_, dtype=half, device=dev) for _ in range(2))
-        ea, eb, bits = (torch.empty(n, dtype=torch.int32, device=dev) for n in (M, N, N))
-        wb = 4 if self._vec(p)[1] else 1
-        t = self.pass_threads
-        k_a, k_c, k_s, k_g = (self.kernel(e, dev) for e in self.plan(p, 0))
+        ahi, alo = (torch.empty(batch * M, kp, dtype=half, device=dev) for _ in range(2))
+        bhi, blo = (torch.empty(batch * K, np_, dtype=half, device=dev) for _ in range(2))
+        amax_a, bits = (torch.empty(batch * n, dtype=torch.int32, device=dev) for n in (M, N))
+        va, vb = self._vec(p.a, p.b, N, K, (strides["batch_a"], strides["batch_b"]))
+        t, wb = self.pass_threads, (4 if vb else 1)
+        k_l, k_s, k_g, k_f = (self.kernel(e, dev) for e in (self.LINES[va, vb], "tcec_split_b_vec" if vb else
+                                                               "tcec_split_b", self.entry, "tcec_fixup"))
+        lo_a, lo_b = (alo, blo) if self.with_lo else (0, 0)
+        col_blocks, k_blocks = -(-N // (t * wb)), min(-(-K // self.col_k), 1024)
+        if max(M + col_blocks * k_blocks, M + N) > 2**31 - 1:
+            raise ValueError(f"{name}: M + N = {M + N} lines exceed the passes' grids (2**31 - 1 blocks)")
         launches = [
-            driver.prepared(k_a, (M, 1, 1), (t, 1, 1), 0, dict(A=p.a, lda=p.lda, K=K, Kp=kp, hi=ahi, lo=alo, ea=ea),
-                            dev),
-            driver.prepared(k_c, (-(-N // (t * wb)), -(-K // self.col_k), 1), (t, 1, 1), 0,
-                            dict(B=p.b, ldb=p.ldb, K=K, N=N, bits=bits), dev),
-            driver.prepared(k_s, (-(-np_ // (t * wb)), K, 1), (t, 1, 1), 0,
-                            dict(B=p.b, ldb=p.ldb, K=K, N=N, Np=np_, bits=bits, hi=bhi, lo=blo, eb=eb), dev),
+            driver.prepared(k_l, (M + col_blocks * k_blocks, batch, 1), (t, 1, 1), 0, dict(
+                A=p.a, lda=p.lda, batch_a=strides["batch_a"], M=M, K=K, Kp=kp, lo_scale=self.lo_scale, hi=ahi,
+                lo=lo_a, amax_a=amax_a, B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], N=N, col_blocks=col_blocks,
+                k_blocks=k_blocks, bits=bits), dev),
+            driver.prepared(k_s, (-(-np_ // (t * wb)), min(K, 65535), batch), (t, 1, 1), 0, dict(
+                B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], K=K, N=N, Np=np_, lo_scale=self.lo_scale, bits=bits,
+                hi=bhi, lo=lo_b), dev),
         ]
-        tiles = -(-M // self.tile[0]) * -(-N // self.tile[1])
+        tiles = batch * -(-M // self.tile[0]) * -(-N // self.tile[1])
         c = p.c if p.c is not None else p.out
-        launches.append(driver.prepared(k_g, (min(tiles, driver.sm_count(dev)), 1, 1), self.block, k_g.smem, dict(
-            map_ahi=driver.tensor_map_2d(ahi[:, :K], (128, 64)), map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
-            map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
-            M=M, N=N, K=K, ea=ea, eb=eb, alpha=p.alpha, beta=p.beta, C=c, ldc=c.stride(0), D=p.out,
-            ldd=p.out.stride(0)), dev))
-        buffers = (ahi, alo, bhi, blo, ea, eb)   # the packed launches hold their addresses: kept alive by run
+        epilogue = dict(amax_a=amax_a, amax_b=bits, alpha=p.alpha, beta=p.beta, C=c, ldc=c.stride(0),
+                        batch_c=strides["batch_c"], D=p.out, ldd=p.out.stride(0), batch_d=strides["batch_d"])
+        launches += [
+            driver.prepared(k_g, (min(tiles, driver.sm_count(dev)), 1, 1), self.block, k_g.smem, dict(
+                map_ahi=driver.tensor_map_2d(ahi[:, :K], (128, 64)),
+                map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
+                map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
+                M=M, N=N, K=K, batch=batch, **epilogue), dev),
+            driver.prepared(k_f, (M + N, batch, 1), (t, 1, 1), 0, dict(
+                A=p.a, lda=p.lda, batch_a=strides["batch_a"], B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], M=M, N=N,
+                K=K, **epilogue), dev),
+        ]
+        buffers = (ahi, alo, bhi, blo, amax_a)   # the packed launches hold their addresses: kept alive by run
 
-        def run():
+        def run(upto: int = len(launches)):
             bits.zero_()
-            for launch in launches:
+            for launch in launches[:upto]:
                 launch()
             return buffers
-        return Bound(run, lambda: self.resources(self.entry))
+        return run
+
+    def passes(self, name: str, p) -> Callable[[], object]:
+        """The three passes of a call on `p` alone (the zeroing of B's maxima included): their share of its time."""
+        run = self._launches(name, p, 1, dict.fromkeys(("batch_a", "batch_b", "batch_c", "batch_d"), 0))
+        return lambda: run(self.PASSES)
 
 
 @dataclass(frozen=True)

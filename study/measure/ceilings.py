@@ -151,6 +151,25 @@ def gemm_tflops(device, clock, dtype: torch.dtype, n: int = 8192, tf32: bool = F
     return 2 * n**3 / (ms * 1e9), mhz
 
 
+def tcec_ceiling(device, clock, n: int):
+    """Stage 15's own ceiling at n^3: cuBLAS's fp16 GEMM over K = 3n with fp32 output does exactly TCEC's three
+    products' multiply-adds, with no split, scaling or promotion.  As TFLOP/s of fp32 work (2 n^3 per call)."""
+    a = torch.randn(n, 3 * n, device=device).half()
+    b = torch.randn(3 * n, n, device=device).half()
+    ms, mhz = _timed(lambda: torch.mm(a, b, out_dtype=torch.float32), 20, device, clock)
+    return 2 * n**3 / (ms * 1e9), mhz
+
+
+def tcec_passes_ms(device, clock, n: int):
+    """The split passes of cuda:15_tcec at n^3 alone (ms): the part of its time that is not the GEMM."""
+    from study import registry
+    from study.core.contract import validate
+    impl = registry.get("cuda:15_tcec")
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    p = validate(impl.name, impl.dtypes, impl.out_dtypes, a, b)
+    return _timed(impl.launch.passes(impl.name, p), 20, device, clock)
+
+
 def measure(device, clock) -> dict:
     """Every ceiling, each with the mean SM clock NVML saw while it ran."""
     gpu = torch.cuda.get_device_name(device)
@@ -179,7 +198,30 @@ def measure(device, clock) -> dict:
     except Exception as e:
         errors["mma_sync"] = f"{type(e).__name__}: {e}"
     return {"gpu": gpu, "measured": measured, "datasheet": datasheet(gpu), "sm_clock_mhz": clocks,
-            "method": method, "errors": errors}
+            "method": method, "errors": errors, "tcec": tcec_probe(device, clock)}
+
+
+# Stage 15's own probe, kept apart from the roofline's ceilings (the report draws every "measured" rate as a roof).
+TCEC_SIZES = (4096, 8192)
+
+
+def tcec_probe(device, clock) -> dict:
+    """{"ceiling_<n>_tflops", "passes_<n>_ms", "sm_clock_mhz": {...}, "method": {...}, "errors": {...}}."""
+    out, clocks, method, errors = {}, {}, {}, {}
+    for n in TCEC_SIZES:
+        for key, fn, how in (
+                (f"ceiling_{n}_tflops", tcec_ceiling,
+                 f"cuBLAS fp16 GEMM {n}x{n}x{3 * n}, fp32 output (torch.mm out_dtype), as TFLOP/s of the fp32 GEMM "
+                 f"{n}^3 it stands for (TCEC's three products), median of 20"),
+                (f"passes_{n}_ms", tcec_passes_ms,
+                 f"cuda:15_tcec's passes alone at {n}^3 (zeroing, A's split, B's column maxima, B's split), "
+                 f"median of 20")):
+            try:
+                out[key], clocks[key] = fn(device, clock, n)
+                method[key] = how
+            except Exception as e:  # the probe is the stage's: the ceilings above stand without it
+                out[key], errors[key] = None, f"{type(e).__name__}: {e}"
+    return {**out, "sm_clock_mhz": clocks, "method": method, "errors": errors}
 
 
 def write(path: Path, ceilings: dict) -> None:

@@ -402,6 +402,31 @@ def _provenance(t: pd.DataFrame | None) -> str:
     return f"{r['gpu']}, commit {r['commit']}, {r['date']}"
 
 
+def ceiling_rows(df: pd.DataFrame, ceilings: dict | None) -> tuple[list[dict], list[str]]:
+    """cuda:15_tcec at n^3 (results.csv) against its own ceiling and with its passes' share (ceilings.json's
+    "tcec" probe): rows only where both exist and agree with each other (passes shorter than the call, the call
+    no faster than 1.1x the ceiling); a note for what is left out."""
+    probe = (ceilings or {}).get("tcec") or {}
+    rows, notes = [], []
+    for n in (4096, 8192):
+        at = df[(df["impl"] == "cuda:15_tcec") & (df["M"] == n) & (df["N"] == n) & (df["K"] == n)
+                & (df["dtype"] == "fp32") & df["passed"]]
+        ceiling, passes = positive(probe.get(f"ceiling_{n}_tflops")), positive(probe.get(f"passes_{n}_ms"))
+        if at.empty or not ceiling or not passes:
+            continue
+        r = at.iloc[-1]
+        tflops, ms = float(r["tflops"]), float(r["ms"])
+        if passes >= ms or tflops > 1.1 * ceiling:
+            notes.append(f"at {n}^3 the stage's probe (passes {passes:.3f} ms, ceiling {ceiling:.1f} TFLOP/s) does "
+                         f"not agree with the sweep's row ({ms:.3f} ms, {tflops:.1f} TFLOP/s), so it is not shown")
+            continue
+        rows.append({"n": n, "tflops": f"{tflops:.1f}", "clock": f"{float(r['sm_clock_mhz']):.0f}",
+                     "sgemm": f"{float(r['pct_cublas']) / 100:.2f}x", "ceiling": f"{ceiling:.1f}",
+                     "pct": f"{100 * tflops / ceiling:.0f}%", "ms": f"{ms:.3f}", "passes": f"{passes:.3f}",
+                     "share": f"{100 * passes / ms:.0f}%"})
+    return rows, notes
+
+
 def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict | None:
     """Stage 15's section: None when there is nothing of stage 15 to show (no accuracy.csv, no fig8.csv, no
     stage-15 rows in results.csv); otherwise everything that is there, and a note for what is not."""
@@ -434,7 +459,10 @@ def section(df: pd.DataFrame, ceilings: dict | None, report_dir: Path) -> dict |
     pareto_png = tcec_figures.pareto(points, report_dir / PNGS[1]) if not points.empty else None
     fig8_png = tcec_figures.fig8(f8, report_dir / PNGS[2], refs) if f8 is not None else None
     variants, worse = worse_rows(acc) if acc is not None else ([], [])
+    own_ceiling, more = ceiling_rows(df, ceilings)
+    notes += more
     return {
+        "ceiling": own_ceiling,
         "notes": notes, "definitions": [(label, METRIC_DEFINITIONS[m]) for m, label in METRICS],
         "metric_names": [label for _, label in METRICS], "beats": BEATS, "ties": TIES,
         "seed002_definition": SEED002_MAX_RELERR_DEFINITION,
