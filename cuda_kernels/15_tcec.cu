@@ -28,8 +28,9 @@
 //              read through tensor maps of the unpadded extents, which zero-fill past M, N and K; stores are
 //              masked.  A batch (seed 002's Figure 8) stacks its matrices: a tile's boxes past its own M or K
 //              reach the next matrix's rows only where the other operand is zero-filled or the output masked.
-// Alignment:   the passes' _vec entries move 16-byte vectors (operand start and leading dimension 16-byte
-//              aligned, K or N a multiple of 4); the others go element by element.  Any alignment.
+// Alignment:   the passes' vector entries (tcec_lines_va/_vb/_vab, tcec_split_b_vec) move 16-byte vectors
+//              (operand start and leading dimension 16-byte aligned, K or N a multiple of 4); the others go
+//              element by element.  Any alignment.
 // Range:       fp32's, by the scaling.  What remains: a value more than ~2^29 below its row's (or column's)
 //              largest |x| falls into fp16's subnormals and keeps fewer bits (its error is then that small
 //              relative to the line's largest term); a line whose largest |x| is below 2^-112 is scaled by at
@@ -105,8 +106,8 @@ __device__ void fixup(const float* __restrict__ A, idx_t lda, idx_t batch_a, con
 // A's split and B's column maxima side by side (blocks below M: a row of A each; the rest: B's column blocks).
 constexpr int PASS_THREADS = 256, COL_K = 32;   // col_amax's k-rows per block
 
-// x * 2^e (exact) split into hi = fp16(x 2^e) and lo = fp16((x 2^e - hi) lo_scale); an inf/NaN line (e < 0
-// here: the caller's flag) as zeros.
+// x * 2^e (exact) split into hi = fp16(x 2^e) and lo = fp16((x 2^e - hi) lo_scale); a line holding an inf or a
+// NaN (finite false) as zeros.
 __device__ __forceinline__ void split(float v, int e, bool finite, float lo_scale, __half& hi, __half& lo) {
     const float s = finite ? v * pow2(e) : 0.0f;
     hi = __float2half_rn(s);
