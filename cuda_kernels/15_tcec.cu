@@ -412,23 +412,23 @@ __device__ void gemm(const CUtensorMap& map_ahi, const CUtensorMap& map_alo, con
 
 }  // namespace
 
-// tcec_lines<VA, VB> (grid: M + col_blocks * k_blocks, batch; col_blocks = ceil(N / (256 w)), w = 4 with VB),
+// tcec_lines<VB> (grid: M + col_blocks * k_blocks, batch; col_blocks = ceil(N / (256 w)), w = 4 with VB; vec_a: A's
+// rows by float4),
 // then tcec_split_b (grid: ceil(Np / (256 w)), <= K, batch), then the GEMM (one block of 384 threads per SM, at
 // most the batch's tile count, SMEM_BYTES of dynamic shared memory).
-#define TCEC_LINES_ENTRY(NAME, VA, VB)                                                                       \
+#define TCEC_LINES_ENTRY(NAME, VB)                                                                           \
     extern "C" __global__ void __launch_bounds__(PASS_THREADS) NAME(                                         \
-        const float* __restrict__ A, idx_t lda, idx_t batch_a, int M, int K, int Kp, float lo_scale, __half* hi, \
-        __half* lo, unsigned* amax_a, const float* __restrict__ B, idx_t ldb, idx_t batch_b, int N,          \
+        const float* __restrict__ A, idx_t lda, idx_t batch_a, int M, int K, int Kp, int vec_a, float lo_scale, \
+        __half* hi, __half* lo, unsigned* amax_a, const float* __restrict__ B, idx_t ldb, idx_t batch_b, int N, \
         int col_blocks, int k_blocks, unsigned* bits) {                                                      \
         const idx_t b = blockIdx.x;                                                                          \
-        if (b < M) split_a<VA>(b, A, lda, batch_a, M, K, Kp, lo_scale, hi, lo, amax_a);                      \
+        if (b < M && vec_a) split_a<true>(b, A, lda, batch_a, M, K, Kp, lo_scale, hi, lo, amax_a);           \
+        else if (b < M) split_a<false>(b, A, lda, batch_a, M, K, Kp, lo_scale, hi, lo, amax_a);              \
         else col_amax<VB>(int((b - M) % col_blocks), (b - M) / col_blocks, k_blocks, B, ldb, batch_b, K, N, bits); \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, 1, PASS_THREADS * (VB ? 4 : 1), PASS_THREADS, 0)
-TCEC_LINES_ENTRY(tcec_lines, false, false)
-TCEC_LINES_ENTRY(tcec_lines_va, true, false)
-TCEC_LINES_ENTRY(tcec_lines_vb, false, true)
-TCEC_LINES_ENTRY(tcec_lines_vab, true, true)
+TCEC_LINES_ENTRY(tcec_lines, false)
+TCEC_LINES_ENTRY(tcec_lines_vb, true)
 
 #define TCEC_SPLIT_B_ENTRY(NAME, VEC)                                                                        \
     extern "C" __global__ void __launch_bounds__(PASS_THREADS) NAME(                                         \

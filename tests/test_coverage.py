@@ -123,12 +123,7 @@ def test_gpu_suite_reaches_every_entry(name, suite_calls):
     assert not missing, f"{name}: the GPU suite never launches {sorted(missing)} on a {SMS}-SM GPU"
 
 
-# Entries the committed sanitizer records do not reach yet: stage 15's vector passes (N a multiple of 4), which the
-# sanitizer's ragged shapes never give, when the stage was rebuilt (2026-11-27, 779de20).  Its launch needs a
-# many_tiles shape (several tiles per block, N % 4 == 0), and the sanitizer a run on the GPU; the GPU suite reaches
-# them (test_gpu_suite_reaches_every_entry).
-SANITIZER_AWAITING = {f"cuda:15_tcec{v}": {"tcec_lines_vab", "tcec_lines_vb", "tcec_split_b_vec"}
-                      for v in ("", "-markidis", "-nocorr")}
+SANITIZER_AWAITING: dict[str, set[str]] = {}   # implementation -> entries the sanitizer does not reach yet
 
 
 @pytest.mark.parametrize("name", _cuda())

@@ -42,6 +42,21 @@ class Bound:
         return self.run()
 
 
+def _batch(impl, a, b, out):
+    """A batched call's checked problem (its first matrices), output and element distances between matrices:
+    A: BxMxK, B: BxKxN, D (allocated if None): BxMxN, all contiguous, B <= 65535 (the grid's batch dimension)."""
+    if out is None:
+        out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
+    if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
+        raise ValueError(f"{impl.name}: batched operands must be contiguous")
+    if tuple(out.shape) != (a.shape[0], a.shape[1], b.shape[2]) or out.dtype != a.dtype:
+        raise ValueError(f"{impl.name}: batched out must be {(a.shape[0], a.shape[1], b.shape[2])} {a.dtype}")
+    if not 1 <= a.shape[0] <= 65535:
+        raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds the grid's 65535")
+    p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
+    return p, out, dict(batch_a=a.stride(0), batch_b=b.stride(0), batch_c=out.stride(0), batch_d=out.stride(0))
+
+
 def _all_aligned16(p) -> bool:
     return all(aligned16(t) for t in (p.a, p.b, p.c, p.out) if t is not None)
 
@@ -148,17 +163,8 @@ class CudaBatchedLaunch(CudaLaunch):
                      lambda: self.resources(entry))
 
     def batched(self, impl, a, b, out=None):
-        """D[i] = A[i] @ B[i] in one launch; A: BxMxK, B: BxKxN, D (allocated if None): BxMxN, all contiguous."""
-        if out is None:
-            out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
-        if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
-            raise ValueError(f"{impl.name}: batched operands must be contiguous")
-        if tuple(out.shape) != (a.shape[0], a.shape[1], b.shape[2]) or out.dtype != a.dtype:
-            raise ValueError(f"{impl.name}: batched out must be {(a.shape[0], a.shape[1], b.shape[2])} {a.dtype}")
-        if not 1 <= a.shape[0] <= 65535:
-            raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds grid.z <= 65535")
-        p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
-        strides = dict(batch_a=a.stride(0), batch_b=b.stride(0), batch_c=out.stride(0), batch_d=out.stride(0))
+        """D[i] = A[i] @ B[i] in one launch (grid.z: the batch); see _batch."""
+        p, out, strides = _batch(impl, a, b, out)
         vec = self.entry_for(p) == self.entry and all(s % 4 == 0 for s in strides.values())   # every matrix aligned
         self._prepared(impl.name, p, self.entry if vec else self.unaligned_entry, a.shape[0], strides)()
         return out
@@ -248,16 +254,15 @@ class CudaSplitTmaLaunch(CudaLaunch):
     pass_threads: int = 256
     col_k: int = 32
     PASSES = 2                       # tcec_lines (A's split beside B's column maxima), tcec_split_b
-    LINES = {(False, False): "tcec_lines", (True, False): "tcec_lines_va", (False, True): "tcec_lines_vb",
-             (True, True): "tcec_lines_vab"}
+    LINES = {False: "tcec_lines", True: "tcec_lines_vb"}   # by B's vector path; A's is an argument
 
     def entries(self) -> tuple[str, ...]:
         return (self.entry, *self.LINES.values(), "tcec_split_b", "tcec_split_b_vec", "tcec_fixup")
 
     def params(self, entry: str = "") -> tuple:
         if entry.startswith("tcec_lines"):
-            return params("A:ptr lda:i64 batch_a:i64 M:int K:int Kp:int lo_scale:float hi:ptr lo:ptr amax_a:ptr "
-                          "B:ptr ldb:i64 batch_b:i64 N:int col_blocks:int k_blocks:int bits:ptr")
+            return params("A:ptr lda:i64 batch_a:i64 M:int K:int Kp:int vec_a:int lo_scale:float hi:ptr lo:ptr "
+                          "amax_a:ptr B:ptr ldb:i64 batch_b:i64 N:int col_blocks:int k_blocks:int bits:ptr")
         if entry.startswith("tcec_split_b"):
             return params("B:ptr ldb:i64 batch_b:i64 K:int N:int Np:int lo_scale:float bits:ptr hi:ptr lo:ptr")
         epilogue = "amax_a:ptr amax_b:ptr alpha:float beta:float C:ptr ldc:i64 batch_c:i64 D:ptr ldd:i64 batch_d:i64"
@@ -267,14 +272,14 @@ class CudaSplitTmaLaunch(CudaLaunch):
 
     def expected_facts(self, entry: str) -> dict[str, int]:
         if entry.startswith(("tcec_lines", "tcec_split_b", "tcec_fixup")):
-            w = 4 if entry.endswith(("_vb", "_vab", "_vec")) else 1
+            w = 4 if entry.endswith(("_vb", "_vec")) else 1
             bn = 1 if entry == "tcec_fixup" else self.pass_threads * w
             return {f"{entry}_bm": 1, f"{entry}_bn": bn, f"{entry}_threads": self.pass_threads}
         return super().expected_facts(entry)
 
     def plan(self, p, sms: int) -> tuple[str, ...]:
-        va, vb = self._vec(p.a, p.b, *p.mnk[1:])
-        return (self.LINES[va, vb], "tcec_split_b_vec" if vb else "tcec_split_b", self.entry, "tcec_fixup")
+        _, vb = self._vec(p.a, p.b, *p.mnk[1:])
+        return (self.LINES[vb], "tcec_split_b_vec" if vb else "tcec_split_b", self.entry, "tcec_fixup")
 
     @staticmethod
     def _vec(a, b, N: int, K: int, strides: tuple[int, int] = (0, 0)) -> tuple[bool, bool]:
@@ -288,17 +293,8 @@ class CudaSplitTmaLaunch(CudaLaunch):
         return Bound(run, lambda: self.resources(self.entry))
 
     def batched(self, impl, a, b, out=None):
-        """D[i] = A[i] @ B[i]; A: BxMxK, B: BxKxN, D (allocated if None): BxMxN, all contiguous."""
-        if out is None:
-            out = torch.empty(a.shape[0], a.shape[1], b.shape[2], dtype=a.dtype, device=a.device)
-        if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
-            raise ValueError(f"{impl.name}: batched operands must be contiguous")
-        if tuple(out.shape) != (a.shape[0], a.shape[1], b.shape[2]) or out.dtype != a.dtype:
-            raise ValueError(f"{impl.name}: batched out must be {(a.shape[0], a.shape[1], b.shape[2])} {a.dtype}")
-        if not 1 <= a.shape[0] <= 65535:
-            raise ValueError(f"{impl.name}: a batch of {a.shape[0]} exceeds grid.y <= 65535")
-        p = validate(impl.name, impl.dtypes, impl.out_dtypes, a[0], b[0], out=out[0])
-        strides = dict(batch_a=a.stride(0), batch_b=b.stride(0), batch_c=out.stride(0), batch_d=out.stride(0))
+        """D[i] = A[i] @ B[i], the batch stacked through the same launches; see _batch."""
+        p, out, strides = _batch(impl, a, b, out)
         self._launches(impl.name, p, a.shape[0], strides)()
         return out
 
@@ -315,7 +311,7 @@ class CudaSplitTmaLaunch(CudaLaunch):
         amax_a, bits = (torch.empty(batch * n, dtype=torch.int32, device=dev) for n in (M, N))
         va, vb = self._vec(p.a, p.b, N, K, (strides["batch_a"], strides["batch_b"]))
         t, wb = self.pass_threads, (4 if vb else 1)
-        k_l, k_s, k_g, k_f = (self.kernel(e, dev) for e in (self.LINES[va, vb], "tcec_split_b_vec" if vb else
+        k_l, k_s, k_g, k_f = (self.kernel(e, dev) for e in (self.LINES[vb], "tcec_split_b_vec" if vb else
                                                                "tcec_split_b", self.entry, "tcec_fixup"))
         lo_a, lo_b = (alo, blo) if self.with_lo else (0, 0)
         col_blocks, k_blocks = -(-N // (t * wb)), min(-(-K // self.col_k), 1024)
@@ -323,9 +319,9 @@ class CudaSplitTmaLaunch(CudaLaunch):
             raise ValueError(f"{name}: M + N = {M + N} lines exceed the passes' grids (2**31 - 1 blocks)")
         launches = [
             driver.prepared(k_l, (M + col_blocks * k_blocks, batch, 1), (t, 1, 1), 0, dict(
-                A=p.a, lda=p.lda, batch_a=strides["batch_a"], M=M, K=K, Kp=kp, lo_scale=self.lo_scale, hi=ahi,
-                lo=lo_a, amax_a=amax_a, B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], N=N, col_blocks=col_blocks,
-                k_blocks=k_blocks, bits=bits), dev),
+                A=p.a, lda=p.lda, batch_a=strides["batch_a"], M=M, K=K, Kp=kp, vec_a=int(va), lo_scale=self.lo_scale,
+                hi=ahi, lo=lo_a, amax_a=amax_a, B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], N=N,
+                col_blocks=col_blocks, k_blocks=k_blocks, bits=bits), dev),
             driver.prepared(k_s, (-(-np_ // (t * wb)), min(K, 65535), batch), (t, 1, 1), 0, dict(
                 B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], K=K, N=N, Np=np_, lo_scale=self.lo_scale, bits=bits,
                 hi=bhi, lo=lo_b), dev),
@@ -352,6 +348,11 @@ class CudaSplitTmaLaunch(CudaLaunch):
                 launch()
             return buffers
         return run
+
+    def many_tiles(self, sms: int) -> tuple[int, int]:
+        """An M x N of about 2.5 tiles per SM, ragged in both, N a multiple of 4 (B's vector passes): every block of
+        the persistent grid walks several tiles, its ring running on from one into the next."""
+        return 23 * self.tile[0] - 37, -(-5 * sms // 46) * self.tile[1] - 60
 
     def passes(self, name: str, p) -> Callable[[], object]:
         """The three passes of a call on `p` alone (the zeroing of B's maxima included): their share of its time."""
