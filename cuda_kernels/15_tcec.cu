@@ -28,9 +28,9 @@
 //              read through tensor maps of the unpadded extents, which zero-fill past M, N and K; stores are
 //              masked.  A batch (seed 002's Figure 8) stacks its matrices: a tile's boxes past its own M or K
 //              reach the next matrix's rows only where the other operand is zero-filled or the output masked.
-// Alignment:   the passes' vector entries (tcec_lines_va/_vb/_vab, tcec_split_b_vec) move 16-byte vectors
-//              (operand start and leading dimension 16-byte aligned, K or N a multiple of 4); the others go
-//              element by element.  Any alignment.
+// Alignment:   the passes' vector paths (A's by an argument of tcec_lines, B's in tcec_lines_vb and
+//              tcec_split_b_vec) move 16-byte vectors (operand start and leading dimension 16-byte aligned, K or
+//              N a multiple of 4); the others go element by element.  Any alignment.
 // Range:       fp32's, by the scaling.  What remains: a value more than ~2^29 below its row's (or column's)
 //              largest |x| falls into fp16's subnormals and keeps fewer bits (its error is then that small
 //              relative to the line's largest term); a line whose largest |x| is below 2^-112 is scaled by at
@@ -74,30 +74,6 @@ __device__ __forceinline__ int scale_exponent(unsigned bits) {
 __device__ __forceinline__ float unscale(float v, int e) {
     const int h = e >> 1;
     return v * pow2(-h) * pow2(h - e);
-}
-
-// sum_k A[row][k] B[k][col] by fp32 FMAs in k order: an element whose row of A or column of B holds an inf or NaN.
-__device__ float nonfinite_dot(const float* __restrict__ A, idx_t lda, const float* __restrict__ B, idx_t ldb, int K,
-                               idx_t row, idx_t col) {
-    float s = 0.0f;
-    for (int k = 0; k < K; ++k) s = fmaf(A[row * lda + k], B[(idx_t)k * ldb + col], s);
-    return s;
-}
-
-// The last launch, tcec_fixup: block b < M recomputes row b of D if row b of A holds an inf or a NaN, block M + j
-// column j if column j of B does (blockIdx.y: the batch's matrix); every other block returns at once.
-__device__ void fixup(const float* __restrict__ A, idx_t lda, idx_t batch_a, const float* __restrict__ B, idx_t ldb,
-                      idx_t batch_b, int M, int N, int K, const unsigned* __restrict__ amax_a,
-                      const unsigned* __restrict__ amax_b, float alpha, float beta, const float* __restrict__ C,
-                      idx_t ldc, idx_t batch_c, float* __restrict__ D, idx_t ldd, idx_t batch_d) {
-    const idx_t z = blockIdx.y, b = blockIdx.x;
-    const bool row = b < M;
-    if ((row ? amax_a[z * M + b] : amax_b[z * N + (b - M)]) < INF_BITS) return;
-    A += z * batch_a, B += z * batch_b, C += z * batch_c, D += z * batch_d;
-    for (idx_t i = threadIdx.x; i < (row ? N : M); i += blockDim.x) {
-        const idx_t r = row ? b : i, c = row ? i : b - M;
-        D[r * ldd + c] = gemm_epilogue(nonfinite_dot(A, lda, B, ldb, K, r, c), alpha, beta, C, ldc, r, c);
-    }
 }
 
 // ---- the passes ------------------------------------------------------------------------------------------
@@ -454,11 +430,49 @@ TCEC_GEMM_ENTRY(tcec_gemm, TCEC)
 TCEC_GEMM_ENTRY(tcec_markidis, MARKIDIS)
 TCEC_GEMM_ENTRY(tcec_nocorr, NOCORR)
 
-// tcec_fixup (grid M + N, batch; 256 threads): the rows and columns holding an inf or a NaN, in fp32 FMAs.
+// sum_k A[row][k] B[k][col] by fp32 FMAs in k order: an element whose row of A or column of B holds an inf or NaN.
+__device__ float nonfinite_dot(const float* __restrict__ A, idx_t lda, const float* __restrict__ B, idx_t ldb, int K,
+                               idx_t row, idx_t col) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s = fmaf(A[row * lda + k], B[(idx_t)k * ldb + col], s);
+    return s;
+}
+
+// The last launch, tcec_fixup: block b takes lines FIX_LINES b.. (line l: row l of A if l < M, else column l - M
+// of B; blockIdx.y: the batch's matrix).  A block with no line holding an inf or a NaN returns at once; the
+// others recompute each such line of D in turn, all their threads across it.  FIX_LINES: few enough blocks that
+// the common case (no such line) costs microseconds, enough that a matrix of NaN still fills the GPU.
+constexpr int FIX_LINES = 16;
+__device__ void fixup(const float* __restrict__ A, idx_t lda, idx_t batch_a, const float* __restrict__ B, idx_t ldb,
+                      idx_t batch_b, int M, int N, int K, const unsigned* __restrict__ amax_a,
+                      const unsigned* __restrict__ amax_b, float alpha, float beta, const float* __restrict__ C,
+                      idx_t ldc, idx_t batch_c, float* __restrict__ D, idx_t ldd, idx_t batch_d) {
+    __shared__ idx_t bad_lines[FIX_LINES];
+    __shared__ int n_bad;
+    const idx_t z = blockIdx.y, l = (idx_t)blockIdx.x * FIX_LINES + threadIdx.x;
+    if (threadIdx.x == 0) n_bad = 0;
+    __syncthreads();
+    const bool bad = threadIdx.x < FIX_LINES && l < (idx_t)M + N
+                     && (l < M ? amax_a[z * M + l] : amax_b[z * N + (l - M)]) >= INF_BITS;
+    if (bad) bad_lines[atomicAdd(&n_bad, 1)] = l;
+    if (!__syncthreads_or(bad)) return;
+    A += z * batch_a, B += z * batch_b, C += z * batch_c, D += z * batch_d;
+    for (int j = 0; j < n_bad; ++j) {
+        const idx_t b = bad_lines[j];
+        const bool row = b < M;
+        for (idx_t i = threadIdx.x; i < (row ? N : M); i += blockDim.x) {
+            const idx_t r = row ? b : i, c = row ? i : b - M;
+            D[r * ldd + c] = gemm_epilogue(nonfinite_dot(A, lda, B, ldb, K, r, c), alpha, beta, C, ldc, r, c);
+        }
+    }
+}
+
+// tcec_fixup (grid ceil((M + N) / FIX_LINES), batch; 256 threads): the rows and columns holding an inf or a NaN,
+// in fp32 FMAs.
 extern "C" __global__ void __launch_bounds__(PASS_THREADS) tcec_fixup(
     const float* __restrict__ A, idx_t lda, idx_t batch_a, const float* __restrict__ B, idx_t ldb, idx_t batch_b,
     int M, int N, int K, const unsigned* amax_a, const unsigned* amax_b, float alpha, float beta, const float* C,
     idx_t ldc, idx_t batch_c, float* D, idx_t ldd, idx_t batch_d) {
     fixup(A, lda, batch_a, B, ldb, batch_b, M, N, K, amax_a, amax_b, alpha, beta, C, ldc, batch_c, D, ldd, batch_d);
 }
-STUDY_ENTRY_FACTS(tcec_fixup, 1, 1, PASS_THREADS, 0)
+STUDY_ENTRY_FACTS(tcec_fixup, 1, FIX_LINES, PASS_THREADS, 0)

@@ -243,18 +243,19 @@ class CudaSplitTmaLaunch(CudaLaunch):
     """TCEC on rung 14's machinery (cuda_kernels/15_tcec.cu): two passes split A (per row) and B (per column) into
     exactly scaled hi/lo fp16 matrices (tcec_lines: A's split beside B's column maxima; tcec_split_b), and the
     persistent TMA-fed GEMM (`entry`, one block per SM) reads them; tcec_fixup recomputes the rows and columns
-    holding an inf or a NaN (the rest of its blocks return at once).  The passes' vector entries move 16-byte
-    vectors where K (for A) or N (for B) is a multiple of 4 and the operand is 16-byte aligned.  `lo_scale` is the
-    split's 2^11 (1 for Markidis's unscaled lo); `with_lo=False` skips lo (hi alone).  The split matrices and line
-    maxima are allocated once per bound call; every launch, the zeroing of B's column maxima included, is inside
-    what is timed.  `batched` stacks a batch's matrices (seed 002's Figure 8) through the same launches.
-    Row-major operands only."""
+    holding an inf or a NaN (FIX_LINES lines a block; a block with none returns at once). The passes' vector entries
+    move 16-byte vectors where K (for A) or N (for B) is a multiple of 4 and the operand is 16-byte aligned.
+    `lo_scale` is the split's 2^11 (1 for Markidis's unscaled lo); `with_lo=False` skips lo (hi alone). The split
+    matrices and line maxima are allocated once per bound call; every launch, the zeroing of B's column maxima
+    included, is inside what is timed. `batched` stacks a batch's matrices (seed 002's Figure 8) through the same
+    launches. Row-major operands only."""
     lo_scale: float = 2048.0
     with_lo: bool = True
     pass_threads: int = 256
     col_k: int = 32
     PASSES = 2                       # tcec_lines (A's split beside B's column maxima), tcec_split_b
     LINES = {False: "tcec_lines", True: "tcec_lines_vb"}   # by B's vector path; A's is an argument
+    FIX_LINES = 16                   # lines a tcec_fixup block checks
 
     def entries(self) -> tuple[str, ...]:
         return (self.entry, *self.LINES.values(), "tcec_split_b", "tcec_split_b_vec", "tcec_fixup")
@@ -273,7 +274,7 @@ class CudaSplitTmaLaunch(CudaLaunch):
     def expected_facts(self, entry: str) -> dict[str, int]:
         if entry.startswith(("tcec_lines", "tcec_split_b", "tcec_fixup")):
             w = 4 if entry.endswith(("_vb", "_vec")) else 1
-            bn = 1 if entry == "tcec_fixup" else self.pass_threads * w
+            bn = self.FIX_LINES if entry == "tcec_fixup" else self.pass_threads * w
             return {f"{entry}_bm": 1, f"{entry}_bn": bn, f"{entry}_threads": self.pass_threads}
         return super().expected_facts(entry)
 
@@ -336,7 +337,7 @@ class CudaSplitTmaLaunch(CudaLaunch):
                 map_alo=driver.tensor_map_2d(alo[:, :K], (128, 64)),
                 map_bhi=driver.tensor_map_2d(bhi[:, :N], (64, 64)), map_blo=driver.tensor_map_2d(blo[:, :N], (64, 64)),
                 M=M, N=N, K=K, batch=batch, **epilogue), dev),
-            driver.prepared(k_f, (M + N, batch, 1), (t, 1, 1), 0, dict(
+            driver.prepared(k_f, (-(-(M + N) // self.FIX_LINES), batch, 1), (t, 1, 1), 0, dict(
                 A=p.a, lda=p.lda, batch_a=strides["batch_a"], B=p.b, ldb=p.ldb, batch_b=strides["batch_b"], M=M, N=N,
                 K=K, **epilogue), dev),
         ]
