@@ -17,7 +17,7 @@
 //              worked out once per block (Copier), so a k-tile costs one add and one compare per copy.
 // Why faster:  the FP32 pipe issues one FMA warp-instruction per scheduler per clock, so every other
 //              instruction and every stalled cycle is lost throughput (tuning log: docs/09_best_simt.md).
-//              Measured: 46.4 TFLOP/s at 4096^3 on an H100, 90.0% of cuBLAS (reports/h100/results.csv).
+//              Measured: 45.9 TFLOP/s at 4096^3 on an H100, 89.3% of cuBLAS (reports/h100/results.csv).
 //
 // Ragged edges: a copy whose source lies outside A or B (past M, N or K) copies 0 bytes and zero-fills its
 //              destination (cp.async's src-size operand), and points at the matrix base, so no out-of-range

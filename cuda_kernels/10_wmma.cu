@@ -15,7 +15,7 @@
 //              03's structure (copy a tile, barrier, compute, barrier).
 // Why faster:  the tensor cores' fp16 rate on H100 is ~12x the FP32 pipe's.  This plain kernel reaches little
 //              of it: its copies are scalar, and nothing is in flight while the tensor cores work (stage 11).
-//              Measured: fp16 -> fp32 69.0 TFLOP/s at 4096^3 on an H100, 9.2% of cuBLAS fp16
+//              Measured: fp16 -> fp32 68.8 TFLOP/s at 4096^3 on an H100, 9.3% of cuBLAS fp16
 //              (reports/h100/results.csv).
 //
 // Type pairs:  (A, B) -> (C, D): half and bfloat16 -> float, signed and unsigned char -> int, in 16x16x16,

@@ -14,8 +14,8 @@
 //              (a fragment of A loaded from shared memory fed 2 mma_syncs).  Here the copies run 3 tiles
 //              ahead, bypass the registers, move 16 bytes each, and a fragment of A feeds 2, of B 4 mma_syncs.
 // Why faster:  the tensor cores wait on neither global memory latency (3 tiles in flight) nor the copy
-//              instructions' issue slots (16 bytes per copy instead of stage 10's 2).  Measured: fp16 228.0
-//              TFLOP/s at 4096^3 on an H100, 30.5% of cuBLAS, 3.3x stage 10 (reports/h100/results.csv).
+//              instructions' issue slots (16 bytes per copy instead of stage 10's 2).  Measured: fp16 226.9
+//              TFLOP/s at 4096^3 on an H100, 30.7% of cuBLAS, 3.3x stage 10 (reports/h100/results.csv).
 //
 // fp16 and bf16 in, fp32 accumulation, C and D in the input type (as cuBLAS HGEMM): wmma_async_f16,
 // wmma_async_bf16, and their _unaligned twins.  A and B row-major.

@@ -17,7 +17,7 @@
 //              stored D from the fragments.
 // Why faster:  ncu at 4096^3 fp16 (reports/h100/profile.csv): stage 12 spends 218M of its 268M shared-load
 //              wavefronts on bank conflicts; here 1.6% are, about what the epilogue's strided reads alone give.
-//              Measured: fp16 472.8 TFLOP/s at 4096^3 on an H100, 63.2% of cuBLAS (reports/h100/results.csv).
+//              Measured: fp16 470.0 TFLOP/s at 4096^3 on an H100, 63.6% of cuBLAS (reports/h100/results.csv).
 //
 // The TMA form (cuda:13_swizzle-tma, entries mma_swizzle_tma_*): the same warp tiles, swizzle, ldmatrix and
 //              mma.sync; the copy engine (TMA) fills each slot from two tensor maps with its 128-byte swizzle
@@ -27,8 +27,8 @@
 //              overlaps the tile before; D is stored from the registers; setmaxnreg gives the producers 40
 //              registers and the consumers 232.  Edges: the tensor maps read zeros past M, N and K; stores
 //              are masked.
-// Why faster:  predicted ~70% of cuBLAS (the ablations: docs/13_swizzle.md).  Measured: fp16 480.0 TFLOP/s at
-//              4096^3 on an H100, 64.2% of cuBLAS (reports/h100/results.csv).
+// Why faster:  predicted ~70% of cuBLAS (the ablations: docs/13_swizzle.md).  Measured: fp16 476.3 TFLOP/s at
+//              4096^3 on an H100, 64.5% of cuBLAS (reports/h100/results.csv).
 //
 // Ragged edges: a copy whose source lies past M, N or K copies 0 bytes (cp.async src-size) and points at the
 //              matrix base, so no out-of-range address is formed; a 16-byte chunk that straddles K (A) or N

@@ -21,8 +21,8 @@
 // Why faster:  cuBLAS's fp16 GEMM over K = 3N does exactly the three products, ~5x SGEMM's rate of fp32 work
 //              (the stage's probe of that ceiling is in ceilings.json); with the split out of the k-loop the GEMM
 //              can run near it, and the passes move each operand's bytes about three times at DRAM speed.
-// Measured:    184.5 TFLOP/s at 4096^3 and 198.7 at 8192^3 on an H100, 3.58x and 3.87x cuBLAS SGEMM, the
-//              passes included (reports/h100/results.csv; docs/15_tcec.md splits the time).
+// Measured:    184.7 TFLOP/s at 4096^3 and 194.7 at 8192^3 on an H100, 3.59x and 3.80x cuBLAS SGEMM, the
+//              passes included (the sweep of 3bd236b, reports/h100/results.csv; docs/15_tcec.md splits the time).
 //
 // Ragged edges: the split matrices are padded to multiples of 8 halves (zeros past K in A, past N in B) and
 //              read through tensor maps of the unpadded extents, which zero-fill past M, N and K; stores are

@@ -14,7 +14,7 @@ Changed:    stage 07's one 128x128 dot gave each thread 16x4 outputs: Triton fix
             itself (sizePerThread capped at [4, 4], lanes along N first), and one 128x256 dot spills.  Two
             128x128 dots on one A tile give each thread 16x8 (two 16x4 blocks 128 columns apart).
 Why faster: per k a thread reads 16 A values (shared by both dots) and 8 B values for 128 FMAs: shared loads
-            per FFMA fall from 5/64 to 3/64.  Predicted 46-49 TFLOP/s at 4096^3; measured 43.9 TFLOP/s, 85.1% of
+            per FFMA fall from 5/64 to 3/64.  Predicted 46-49 TFLOP/s at 4096^3; measured 43.6 TFLOP/s, 84.7% of
             cuBLAS (fp32, H100; reports/h100/results.csv).
 Ragged edges: masked loads give zeros outside M, N and K (a masked cp.async copies 0 bytes); masked stores;
             beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.

@@ -12,7 +12,7 @@ Changed:    stage 10 ran num_stages=1: each k-tile went global -> registers -> s
             the tile grows from 64x64 (4 warps) to the CUDA stage's 128x128 (8 warps).
 Why faster: the global-memory latency of a k-tile (~1 us under load) hides behind the products of the
             previous ones, and each program's operand traffic per FLOP halves with the doubled tile.
-            Measured: 518.7 TFLOP/s fp16 at 4096^3, 69.4% of cuBLAS (H100; reports/h100/results.csv).
+            Measured: 519.8 TFLOP/s fp16 at 4096^3, 70.3% of cuBLAS (H100; reports/h100/results.csv).
 Ragged edges: masked loads give zeros outside M, N and K (a masked cp.async copies zero bytes and fills
             zeros); masked stores; beta == 0 (HAS_C=False) compiles no load of C.  Offsets are 64-bit.
 Compiles to (Triton 3.6, sm_90a): 16-byte cp.async.cg copies into 4 ring slots (64 KB) in NVMMA swizzles

@@ -17,7 +17,7 @@ Changed:    stage 11 let Triton choose, and on Hopper it chose wgmma (operands r
             mma.sync, as on Ampere.
 Why faster: on the CUDA side, mma.sync + ldmatrix replaces WMMA's opaque fragment loads.  On Hopper
             mma.sync issues at well under wgmma's rate, so in Triton this stage is SLOWER than stage 11:
-            287.7 TFLOP/s fp16 at 4096^3, 0.55x stage 11 (H100; reports/h100/results.csv).  It is kept
+            295.1 TFLOP/s fp16 at 4096^3, 0.57x stage 11 (H100; reports/h100/results.csv).  It is kept
             as the instruction-for-instruction counterpart of CUDA stage 12.
 Ragged edges: masked loads give zeros outside M, N and K; masked stores; beta == 0 compiles no load of C.
 Compiles to (Triton 3.6, sm_90a, DISABLE_MMA_V3=1): #mma version 2 in XOR-swizzled shared layouts picked by

@@ -27,13 +27,13 @@ Why faster: against stage 12, wgmma replaces ldmatrix + mma.sync (no operand in 
             no program launch and prologue per tile, and each tile's epilogue overlaps the next tile's copies.
             Predicted for triton:14_wgmma-tma: a few points of cuBLAS below the persistent form at 4096^3 and
             8192^3 (before it ran; measured below).
-Measured:   triton:14_wgmma (stage 13's kernel under this name) on an H100, the sweep of d532662: 739.2 TFLOP/s fp16
-            at 4096^3, and 98.9-101.6% of cuBLAS over fp16 and bf16 at 4096^3 and 8192^3 (reports/h100/results.csv).
+Measured:   triton:14_wgmma (stage 13's kernel under this name) on an H100, the sweep of 3bd236b: 731.1 TFLOP/s fp16
+            at 4096^3, and 98.9-100.8% of cuBLAS over fp16 and bf16 at 4096^3 and 8192^3 (reports/h100/results.csv).
             On an H200 (the sweep of d532662) 99.5-101.7% at the same four (reports/h200/results.csv).  ncu at
             4096^3 fp16 on the H100: tensor pipe active 93.0% (cuBLAS 94.8%), L2 bytes 0.92 GB
-            (reports/h100/profile.csv).  triton:14_wgmma-tma on the H100, the same sweep: 722.6 TFLOP/s fp16 at
-            4096^3, 96.6-103.0% of cuBLAS over the four; 1.7-2.2 points below the persistent form at 4096^3, and
-            at 8192^3 0.2-1.4 points above it.  ncu at 4096^3 fp16: tensor pipe active
+            (reports/h100/profile.csv).  triton:14_wgmma-tma on the H100, the same sweep: 715.9 TFLOP/s fp16 at
+            4096^3, 96.9-101.0% of cuBLAS over the four; 1.4-2.0 points below the persistent form at 4096^3, and
+            at 8192^3 0.2-0.5 points above it.  ncu at 4096^3 fp16: tensor pipe active
             91.0%, L2 bytes 1.10 GB.
 Ragged edges: on aligned operands ragged M, N, K stay on the TMA path: loads past the edge read zeros, stores
             past the edge are clipped by the hardware.  beta == 0 (HAS_C=False) compiles no read of C.

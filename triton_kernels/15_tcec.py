@@ -22,8 +22,9 @@ Changed:    from Triton 14: fp32 inputs, split by passes into two fp16 matrices 
 Why faster: split in the k-loop, the kernel spent its issue slots on conversions and waited on every product;
             here the loop is TMA copies and wgmma plus 128 add.rn.f32 a thread per k-tile of 64 (hi*hi promoted
             every 32 k), and the passes move each operand through DRAM about three times.  It measured
-            134.4 TFLOP/s at 4096^3 on an H100, 2.61x cuBLAS SGEMM, the passes included
-            (reports/h100/results.csv): Triton waits on each product that is not a loop-carried accumulator.
+            135.6 TFLOP/s at 4096^3 and 129.3 at 8192^3 on an H100, 2.64x and 2.52x cuBLAS SGEMM, the passes
+            included (the sweep of 3bd236b, reports/h100/results.csv; at 8192^3 its p20-p80 times span 2.5x SGEMM's
+            rate, a tie with it): Triton waits on each product that is not a loop-carried accumulator.
 Ragged edges: the copies are padded to multiples of 8 halves (zeros past K in A, past N in B) and read through
             descriptors of their [M, K] and [K, N] corners, which zero-fill past M, N and K.  Stores are masked;
             beta == 0 (HAS_C=False) compiles no load of C; offsets are 64-bit.  gemm_tf32: masked loads give zeros

@@ -16,7 +16,7 @@ Changed:    stage 07 had every thread copy a share of each tile and all 8 warps 
             slot (full/empty) instead of a barrier.
 Why faster: it may not be (seed 000: 1.43x slower than kernel 5 on an L4): the kernel is FMA-issue-bound
             and stage 07 already keeps 3 tiles in flight.  Predicted 0.8-1.0x of Gluon 07; measured 1.09x
-            (43.6 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv): the gain comes from the register
+            (43.3 TFLOP/s, 4096^3 fp32, H100; reports/h100/results.csv): the gain comes from the register
             budget the consumers get, not from the handshakes.
 Ragged edges: as stage 07: masked cp.async zero-fills (src-size 0) rows past M, columns past N and k past
             K; tiles whose columns cross N copy B with per-column masks; stores are masked; beta == 0

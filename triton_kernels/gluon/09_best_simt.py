@@ -15,7 +15,7 @@ Changed:    against Gluon stage 07: 16x8 outputs per lane instead of 8x8, BK 32 
             and the tile picked per shape.
 Why faster: the FP32 pipe issues one FMA warp-instruction per scheduler per clock, so every other
             instruction is lost throughput: at 128x256 a 32-k tile is 4096 FFMA in 4654 SASS instructions
-            (88%), against 82% for stage 07.  Target: within 20% of the CUDA stage; measured 45.3 TFLOP/s
+            (88%), against 82% for stage 07.  Target: within 20% of the CUDA stage; measured 45.1 TFLOP/s
             at 4096^3 fp32, 88% of cuBLAS (H100; reports/h100/results.csv).
 Ragged edges: a masked cp.async copies 0 bytes and zero-fills its destination (src-size 0), so rows past
             M, columns past N and k past K arrive as zeros.  Tiles whose columns run past N copy B with

@@ -17,8 +17,8 @@ Changed:    from Gluon 12: SwizzledSharedLayout(vec=1, max_phase=1) -> NVMMAShar
             tiles, 64x32 -> 64x64 per warp; BK 32 -> 64; 3 slots in one allocation (2 bar.sync per k-tile)
             -> 4 slots in two (1 bar.sync); PIPE; EPI_SMEM; 16-byte epilogue.
 Why faster: without bank conflicts the ldmatrix loads keep up with the tensor pipe, and a 64x64 warp tile
-            issues 8 ldmatrix.x4 per 32 mma.sync (stage 12: 6 per 16).  Measured: 444.3 TFLOP/s fp16 at
-            4096^3 on an H100, 59% of cuBLAS (reports/h100/results.csv).
+            issues 8 ldmatrix.x4 per 32 mma.sync (stage 12: 6 per 16).  Measured: 440.5 TFLOP/s fp16 at
+            4096^3 on an H100, 60% of cuBLAS (reports/h100/results.csv).
 Ragged edges: 16-byte cp.async copies of full k-tiles, masked by row (A) and by 8-column chunk (B, as in
             stage 11); the last, partial k-tile is loaded element-wise with per-k masks after the ring loop.
             Masked loads zero-fill; stores are masked; beta == 0 (HAS_C=False) compiles no load of C.

@@ -29,12 +29,12 @@ Why faster: Stage 13's warps spend issue slots on ldmatrix, mma.sync and copy ad
             overlaps a tile's epilogue with the next tile's copies; the TMA-store epilogue (per 64x64 piece a
             pass through shared memory and one TMA store, against 4-byte stores a thread) frees the consumers
             sooner.
-Measured:   gluon:14_wgmma on the H100, the sweep of d532662 (reports/h100/results.csv): 754.0 fp16 and 770.8 bf16
-            TFLOP/s at 4096^3 (100.9% and 101.4% of cuBLAS), 703.9 and 737.2 at 8192^3 (103.9%, 101.3%); on the
-            H200 (the sweep of d532662) 101.1-102.2% at all four; gluon:13_swizzle was 59-64% on the H100, 60-63%
-            on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 605.9 (81%), -ws 657.9 (88%),
-            -persistent 678.6 (91%), the CUDA ladder's order.  Over the four calls each form ran at 0.95-1.03x its
-            CUDA twin (-1wg 0.95-1.01x CUDA's -1wg, which refills its ring as this kernel does).
+Measured:   gluon:14_wgmma on the H100, the sweep of 3bd236b (reports/h100/results.csv): 742.7 fp16 and 763.1 bf16
+            TFLOP/s at 4096^3 (100.5% and 101.0% of cuBLAS), 696.3 and 733.2 at 8192^3 (102.1%, 102.0%); on the
+            H200 (the sweep of d532662) 101.1-102.2% at all four; gluon:13_swizzle was 59-63% on the H100, 60-63%
+            on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 601.4 (81%), -ws 648.9 (88%),
+            -persistent 672.1 (91%), the CUDA ladder's order.  Over the four calls each form ran at 0.97-1.03x its
+            CUDA twin (-1wg 0.97-1.01x CUDA's -1wg, which refills its ring as this kernel does).
 Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole.  Stores from registers mask rows
             at M; a 32-column piece that crosses N masks each column, one wholly left of N moves column pairs as
             4-byte accesses.  The TMA store clips D at M and N.  beta == 0 (HAS_C=False) compiles no read of C.

@@ -20,8 +20,8 @@ Changed:    from Gluon 14: fp32 inputs, split by passes into two fp16 matrices e
 Why faster: split in the k-loop, the method was bound by issue slots; here the loop is rung 14's, with three
             times its wgmmas and 128 add.f32 a thread per k-tile of 64 (hi*hi promoted every 32 k), and the
             passes move each operand through DRAM about three times.
-Measured:   190.5 TFLOP/s at 4096^3 and 210.9 at 8192^3 on an H100, 3.70x and 4.11x cuBLAS SGEMM, the passes
-            included (reports/h100/results.csv).
+Measured:   190.6 TFLOP/s at 4096^3 and 210.4 at 8192^3 on an H100, 3.70x and 4.11x cuBLAS SGEMM, the passes
+            included (the sweep of 3bd236b, reports/h100/results.csv).
 Ragged edges: the split copies are padded to multiples of 8 halves (zeros past K in A, past N in B) and read
             through descriptors of [M, K] and [K, N] views, which zero-fill past M, N and K.  Stores are masked;
             beta == 0 (HAS_C=False) compiles no load of C; 64-bit offsets.  gemm_tf32: masked cp.async copies
