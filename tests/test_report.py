@@ -434,8 +434,8 @@ def test_readme_results_block_is_what_the_data_renders():
 # Forms registered after the committed H100 sweep was cut short before its last shape (2048x8192x8192): their rows
 # there are missing, named here explicitly (python -m study.report --check still counts them).
 AWAITING_SWEEP: set[str] = set()
-# Calls of the default ncu profile that the committed H100 profile lacks: stage 15's Triton forms at the ragged shape,
-# cut off by the profile run's time limit (2026-11-27, commit 779de20) when the stage was rebuilt.
+# Calls of the default ncu profile that the committed H100 profile lacks (e.g. cut off by a profile run's time limit),
+# named here explicitly until a profile run measures them.
 AWAITING_PROFILE: set[str] = set()
 
 

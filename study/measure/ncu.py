@@ -218,8 +218,7 @@ def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, 
         stalls: bool = False, **only) -> Path:
     """keep: the rows of implementations not profiled now stay in profile.csv as they were (their own gpu and
     commit columns say where they were measured), unless the registry no longer has them; otherwise the file
-    holds this run alone.  only: `stages`,
-    `dtypes`, `backends` filters (see cases)."""
+    holds this run alone.  only: `stages`, `dtypes`, `backends` filters (see cases)."""
     from study import registry
     from study.measure.environment import git_commit
     import torch
