@@ -50,6 +50,13 @@ def test_uniform_is_in_zero_one():
     assert abs(float(x.mean()) - 0.5) < 0.01
 
 
+def test_negative_is_in_minus_one_zero():
+    x = sample("negative", (512, 512), gen())
+    assert float(x.max()) <= 0.0 and float(x.min()) > -1.0
+    assert abs(float(x.mean()) + 0.5) < 0.01
+    assert torch.equal(x, -sample("uniform", (512, 512), gen()))
+
+
 def test_wide_spans_2_to_the_plus_minus_24_with_random_signs_and_no_zeros():
     x = sample("wide", (1024, 1024), gen())
     mag = x.abs()
@@ -101,7 +108,7 @@ def test_joint_distributions_need_both_operands():
         assert DISTRIBUTION[dist].joint
         with pytest.raises(ValueError, match="sample_pair"):
             sample(dist, (4, 4), gen())
-    assert not any(DISTRIBUTION[d].joint for d in ("randn", "uniform", "wide", "tiny", "huge"))
+    assert not any(DISTRIBUTION[d].joint for d in ("randn", "uniform", "wide", "tiny", "huge", "negative"))
 
 
 def test_tiny_and_huge_are_randn_at_the_ends_of_fp32s_range():
@@ -181,12 +188,12 @@ def test_cancel_with_an_odd_k_pads_a_zero_term():
 def test_each_distribution_has_its_own_ks_and_quick_and_explicit_ks_override_them():
     ks = accuracy.distribution_ks(DISTRIBUTIONS)
     assert ks["randn"] == ks["uniform"] == ks["wide"] == accuracy.KS
-    assert all(ks[d] == (256, 4096) for d in ("tiny", "huge", "spread", "cancel"))
+    assert all(ks[d] == (256, 4096) for d in ("tiny", "huge", "spread", "cancel", "negative"))
     assert all(max(ks[d]) <= 16384 for d in ks)
     assert set(accuracy.distribution_ks(DISTRIBUTIONS, quick=True).values()) == {accuracy.QUICK_KS}
     assert accuracy.distribution_ks(["cancel", "randn"], ks=(64,)) == {"cancel": (64,), "randn": (64,)}
-    # The default run's budget: no more inputs of M = N = 1024 than the 20 its docstring plans for.
-    assert sum(len(v) for v in ks.values()) == 20
+    # The default run's budget: no more inputs of M = N = 1024 than the 22 its docstring plans for.
+    assert sum(len(v) for v in ks.values()) == 22
     for d in DISTRIBUTION.values():
         assert d.label and d.about, d.name
 

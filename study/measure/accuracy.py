@@ -1,5 +1,5 @@
 """The accuracy study of the stages that trade fp32 accuracy for tensor-core speed (`Stage.accuracy_study`): how
-far each fp32-input method is from a float64 reference as K grows, for seven input distributions, and seed
+far each fp32-input method is from a float64 reference as K grows, for eight input distributions, and seed
 002's Figure 8 (batched SGEMM: TFLOP/s and error) on this GPU.
 
     python -m study.accuracy             # reports/accuracy.csv, reports/fig8.csv (sized for < 3 min on an H100)
@@ -13,10 +13,11 @@ no correction; on `wide` inputs the fp16 cast overflows to inf, which is the poi
 
 The inputs (DISTRIBUTIONS; sample_pair() draws A and B, and each Distribution says how): randn, uniform [0, 1)
 and wide (exponents over 2^+-24) at every K of KS; tiny and huge (randn at the two ends of fp32's exponent
-range), spread (rows of A and columns of B scaled by up to 2^+-40) and cancel (D far smaller than |A||B|) at K =
-256 and 4096 only (Distribution.ks).  Budget of the default run: the error-vs-K part is 12 + 8 = 20 inputs of M = N
-= 1024.  On an H100 with 23 methods and cold kernel caches (2026-11-24) it took 84 s, 72 of them the first
-calls' compilation and about 1 s the 8 inputs of the added distributions; Figure 8 took 12 s, 102 s in all.
+range), spread (rows of A and columns of B scaled by up to 2^+-40), cancel (D far smaller than |A||B|) and
+negative (uniform (-1, 0]) at K = 256 and 4096 only (Distribution.ks).  Budget of the default run: the error-vs-K
+part is 12 + 10 = 22 inputs of M = N = 1024.  On an H100 with 23 methods and cold kernel caches (2026-11-24, before
+`negative` was added) it took 84 s, 72 of them the first calls' compilation and about 1 s the 8 inputs of the
+added distributions; Figure 8 took 12 s, 102 s in all.
 
 Errors (ErrorTally; METRIC_DEFINITIONS says the same for the report), with R = A @ B and |A||B| the product
 of the elementwise absolute values, both in float64 from the same fp32 inputs:
@@ -96,6 +97,9 @@ DISTRIBUTION_LIST = (
     Distribution("cancel", "cancelling",
                  f"A = [X, X], B = [Y; -Y + 2^{CANCEL_EXPONENT} Z] (X, Y, Z randn, K split in halves): D = "
                  f"2^{CANCEL_EXPONENT} X Z, some 2^-16 (K = 256) to 2^-18 (K = 4096) of |A||B|", QUICK_KS, joint=True),
+    Distribution("negative", "all-negative", "A and B uniform on (-1, 0]: no cancellation, R = |A||B|, every "
+                 "input negative: a split or accumulator that rounds one way, not by magnitude, shows as a bias",
+                 QUICK_KS),
 )
 DISTRIBUTION = {d.name: d for d in DISTRIBUTION_LIST}
 DISTRIBUTIONS = tuple(DISTRIBUTION)
@@ -160,8 +164,8 @@ def _unknown(dist: str) -> ValueError:
 
 def sample(dist: str, shape: tuple[int, ...], generator, device="cpu"):
     """fp32 values of one distribution drawn on their own (a Distribution that is not `joint`): randn; uniform
-    [0, 1); wide (|x| = 2^e, e ~ U[-24, 24), random sign); tiny and huge (randn x 2^-60, x 2^58).  A joint
-    distribution (spread, cancel) needs both operands: sample_pair()."""
+    [0, 1); wide (|x| = 2^e, e ~ U[-24, 24), random sign); tiny and huge (randn x 2^-60, x 2^58); negative
+    (uniform on (-1, 0]).  A joint distribution (spread, cancel) needs both operands: sample_pair()."""
     import torch
     kw = {"generator": generator, "device": device, "dtype": torch.float32}
     if dist not in DISTRIBUTION:
@@ -170,6 +174,8 @@ def sample(dist: str, shape: tuple[int, ...], generator, device="cpu"):
         raise ValueError(f"distribution {dist!r} draws A and B together: use sample_pair()")
     if dist == "uniform":
         return torch.rand(shape, **kw)
+    if dist == "negative":
+        return -torch.rand(shape, **kw)
     if dist == "wide":
         e = torch.rand(shape, **kw) * (2 * WIDE_EXPONENT) - WIDE_EXPONENT
         sign = torch.randint(0, 2, shape, generator=generator, device=device).to(torch.float32) * 2 - 1
