@@ -210,14 +210,14 @@ def main(argv: list[str] | None = None, render=None) -> int:
 
     from study.measure import ceilings
 
-    from study.measure import environment
+    from study.measure import environment, timing
     from study.measure.runner import Runner
 
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.device("cuda", torch.cuda.current_device())
 
     env = environment.collect(device)
-    gpu = {"gpu_index": device.index, "gpu_uuid": _uuid(device)}
+    gpu = {"gpu_index": device.index, "gpu_uuid": timing.gpu_uuid(device)}
     runner = Runner(device, args.budget_ms or (150.0 if args.quick else 300.0),
                     context={"gpu": env["gpu"], "commit": env["commit"], **gpu},
                     max_clock_mhz=env.get("sm_clock_max_mhz"))
@@ -296,13 +296,6 @@ def main(argv: list[str] | None = None, render=None) -> int:
     if render is not None and not args.no_report:
         print(f"report: {render(args.out)}")
     return 1 if failed else 0
-
-
-def _uuid(device) -> str:
-    """The GPU's UUID as nvidia-smi prints it (GPU-xxxxxxxx-...)."""
-    import torch
-    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", "")
-    return f"GPU-{uuid}" if uuid else ""
 
 
 def _refresh(path: Path):

@@ -46,6 +46,12 @@ class L2Flusher:
         torch.cuda._sleep(200_000)
 
 
+def gpu_uuid(device) -> str:
+    """The GPU's UUID as nvidia-smi and NVML print it (GPU-xxxxxxxx-...); "" where torch does not say."""
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", "")
+    return f"GPU-{uuid}" if uuid else ""
+
+
 class ClockSampler:
     """Mean SM clock over a region, read by a background thread every ~2 ms through NVML."""
 
@@ -55,9 +61,8 @@ class ClockSampler:
             import pynvml
             pynvml.nvmlInit()
             self.nvml = pynvml
-            try:
-                bus = torch.cuda.get_device_properties(device).pci_bus_id
-                self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus.encode() if isinstance(bus, str) else bus)
+            try:       # by UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES, so torch's index may name another GPU
+                self.handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid(device))
             except Exception:
                 self.handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
         except Exception:
