@@ -3,14 +3,12 @@ no GPU needed), and print each entry's registers, shared memory and spills; exit
 declared deliberate.  The cubins land in the build cache (study/launch/build.py)."""
 from __future__ import annotations
 
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from study.core import cli
 from study import registry
-from study.launch.build import DEFAULT_ARCH, build
+from study.launch.build import DEFAULT_ARCH, NVCC_FLAGS, build, build_many
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     bad = 0
     sources = sorted({src for src, _, _ in registry.cuda_sources()})
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:      # nvcc processes side by side
-        list(pool.map(lambda s: build(s, args.arch), sources))
+    build_many(((s, NVCC_FLAGS) for s in sources), args.arch)
     for src, entry, spills_ok in registry.cuda_sources():
         r = build(src, args.arch).resources[entry]
         flag = "" if not r.spills or spills_ok else "   <-- SPILLS"

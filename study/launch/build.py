@@ -139,3 +139,11 @@ def build(source: Path | str, arch: str = DEFAULT_ARCH, flags: tuple[str, ...] =
         meta.write_text(json.dumps({k: v.__dict__ for k, v in res.items()}, indent=1))
         os.replace(tmp_cubin, cubin)
     return Cubin(cubin, arch, res)
+
+
+def build_many(jobs, arch: str = DEFAULT_ARCH) -> list[Cubin]:
+    """build() of each (source, flags) of `jobs`, nvcc processes side by side (a thread each, up to one a CPU)."""
+    from concurrent.futures import ThreadPoolExecutor
+    jobs = list(jobs)
+    with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        return list(pool.map(lambda job: build(job[0], arch, job[1]), jobs))

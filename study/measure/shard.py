@@ -21,9 +21,9 @@ is missing, and none twice.
 
 Each row names its GPU (gpu_index, gpu_uuid); ranks on GPUs of different models stop before measuring anything,
 so one report never mixes two models.  Only rank 0 prints a progress bar, fed by the others' counts in the store.
-Kernels compile once per host: the CUDA builds and the offline Triton compiles by each host's first rank before
-the others start (sweep.py _warm), the Triton kernels the rows launch through CompileOnce, a lock per kernel
-around Triton's own compile cache.
+Kernels compile once per host: the CUDA builds by each host's first rank, nvcc processes side by side, and the
+offline Triton compiles shared out among the host's ranks, all before any row (sweep.py _warm); the Triton kernels
+the rows launch through CompileOnce, a lock per kernel around Triton's own compile cache.
 """
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ class World:
     size: int = 1
     local_rank: int = 0
     host: str = ""
+    local_size: int = 1              # the ranks on this host
 
     @property
     def distributed(self) -> bool:
@@ -60,7 +61,7 @@ class World:
 def world() -> World:
     env = os.environ
     return World(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)),
-                 socket.gethostname())
+                 socket.gethostname(), int(env.get("LOCAL_WORLD_SIZE", 1)))
 
 
 def init(w: World):

@@ -303,30 +303,35 @@ def _refresh(path: Path):
 
 
 def _warm(impls, device, w: shard.World):
-    """The selected CUDA kernels built and the implementations' code keys computed (Triton's and Gluon's compile
-    their units offline): by each host's local rank 0 first, into the shared caches (both write by atomic rename),
-    so that the other ranks find them built: once per host, not once per rank.  The Triton kernels the rows
-    launch compile once per host through shard.CompileOnce."""
+    """Every selected CUDA kernel built before the first row, nvcc processes side by side (by each host's local rank
+    0 under torchrun, into the shared cache, which writes by atomic rename).  Under torchrun the implementations'
+    code keys (Triton's and Gluon's compile their units offline) are computed before any row too, shared out among
+    the host's ranks, each then reading the others' from the cache: once per host, not once per rank.  One GPU
+    computes its keys as rows need them.  The Triton kernels the rows launch compile once per host through
+    shard.CompileOnce."""
     import torch
 
-    from study.launch.build import arch_for_capability, build
+    from study.launch.build import arch_for_capability, build_many
     from study.measure.evidence import Keys
 
-    def warm():
-        keys = Keys(impls)
+    def build_cuda():
         arch = arch_for_capability(*torch.cuda.get_device_capability(device))
-        for source, flags in sorted({(c.source, c.flags()) for i in impls for c in registry.cuda_launches(i)}):
-            build(CUDA_DIR / source, arch, flags)
-        for impl in impls:
-            keys.code_key(impl.name)
-        return keys
+        build_many(sorted({(CUDA_DIR / c.source, c.flags()) for i in impls for c in registry.cuda_launches(i)}), arch)
 
     if not w.distributed:
-        return Keys(impls)            # computed as rows need them
+        build_cuda()
+        return Keys(impls)
     import torch.distributed as dist
-    keys = warm() if w.local_rank == 0 else None
+    if w.local_rank == 0:
+        build_cuda()
     dist.barrier()
-    return keys or warm()
+    keys = Keys(impls)
+    for impl in impls[w.local_rank::w.local_size]:
+        keys.code_key(impl.name)
+    dist.barrier()
+    for impl in impls:
+        keys.code_key(impl.name)
+    return keys
 
 
 def _torchrun(n: int, argv: list[str]) -> int:
