@@ -38,7 +38,7 @@
 //              (87%; 80%: two consumers keep the pipe fed) -> -persistent 654.0 (89%; 82%) -> -cluster 658.2 (89%;
 //              82%, L2 bytes 1.49 -> 1.37 GB) -> -tma-store 727.2 (98%; 93%) -> cuda:14_wgmma: 735.4 (99.5%, a tie:
 //              its p20-p80 times overlap cuBLAS's; 94.4%, cuBLAS's 94.8%), 697.7 at 8192^3 (102.3%, wgmma_wide's
-//              tiles); bf16 752.3 (99.6%) and 726.1 (101.1%).  H200 (the sweep of d532662): 100.1-102.1%.
+//              tiles); bf16 752.3 (99.6%) and 726.1 (101.1%).  H200 (2 GPUs, 3bd236b): 99.8-100.9%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call
