@@ -513,3 +513,15 @@ def test_report_refuses_a_directory_without_results(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "has no results.csv" in done.stderr
     assert not (tmp_path / "none").exists()
+
+
+def test_the_lead_says_how_many_gpus_the_rows_ran_on():
+    """A sweep under torchrun spreads its rows over GPUs of one model; the page's first sentence says how many."""
+    import re
+    for d in sorted(p for p in (REPO / "reports").iterdir() if (p / "results.csv").exists()):
+        df = pd.read_csv(d / "results.csv", keep_default_na=False, dtype=str)
+        n = len({u for u in df.get("gpu_uuid", pd.Series(dtype=str)) if u}) or 1
+        lead = re.search(r"measured against cuBLAS on ([^:]*):", re.sub(r"\s+", " ", (d / "index.html").read_text()))
+        assert lead, d.name
+        want = "one GPU" if n == 1 else f"{n} GPUs of one model"
+        assert lead.group(1).startswith(want), (d.name, lead.group(1), n)

@@ -94,11 +94,13 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
     gpu = _gpu(df, env, ceilings)
     failed = df[~df["passed"]]
     commits = sorted(set(df["commit"])) if "commit" in df and len(df) else []
+    # GPUs of the one model the rows ran on (a sweep under torchrun spreads them; rows before gpu_uuid: one)
+    n_gpus = max(1, len({u for u in df["gpu_uuid"].fillna("").astype(str) if u})) if "gpu_uuid" in df else 1
     # The landing page one folder up, where this folder is one GPU's report among others.
     home = "../index.html" if (report_dir.parent / "index.html").exists() or report_dir.parent.name == "reports" else ""
     common = dict(
         gpu=gpu, plotly_js=interactive.plotly_src(report_dir, report_dir.parent) if len(df) else "", home=home,
-        n_rows=len(df), commit=", ".join(commits), fixture=bool((env or {}).get("fixture")), notes=notes,
+        n_rows=len(df), n_gpus=n_gpus, commit=", ".join(commits), fixture=bool((env or {}).get("fixture")), notes=notes,
         failed=[{"impl": r["impl"], "dtype": r["dtype"], "shape": f"{r['M']:.0f}x{r['N']:.0f}x{r['K']:.0f}",
                  "relerr": fmt_num(r["relerr"]), "tol": fmt_num(r["tol"]), "error": r["error"]}
                 for _, r in failed.iterrows()],
