@@ -62,7 +62,8 @@ class ClockSampler:
             pynvml.nvmlInit()
             self.nvml = pynvml
             try:       # by UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES, so torch's index may name another GPU
-                self.handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid(device))
+                # as bytes: older pynvml releases pass it to c_char_p, which refuses a str
+                self.handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid(device).encode())
             except Exception:
                 self.handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
         except Exception:
