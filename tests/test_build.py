@@ -99,3 +99,17 @@ def test_bench_kernels_declare_their_parameters():
     assert set(BENCH_PARAMS) <= set(bench), "a micro-benchmark entry the build does not compile"
     for entry, spec in BENCH_PARAMS.items():
         driver.check_params(bench[entry], entry, driver.params(spec), param_sizes(cuda_build.build(bench[entry]).path, entry))
+
+
+def test_build_many_builds_side_by_side_and_can_return_a_failure(tmp_path):
+    """The sweep's warm-up builds every kernel at once; one that fails to build is returned, not raised, so it fails
+    its own rows only (strict=False), while study.build raises it (strict=True)."""
+    good, bad = tmp_path / "good.cu", tmp_path / "bad.cu"
+    good.write_text('extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n')
+    bad.write_text('extern "C" __global__ void k(float* x) { x[threadIdx.x] = ; }\n')
+    jobs = [(good, cuda_build.NVCC_FLAGS), (bad, cuda_build.NVCC_FLAGS)]
+    ok, failed = cuda_build.build_many(jobs, "90a", strict=False)
+    assert isinstance(ok, cuda_build.Cubin) and "k" in ok.resources
+    assert isinstance(failed, cuda_build.BuildError) and "bad.cu" in str(failed)
+    with pytest.raises(cuda_build.BuildError, match="bad.cu"):
+        cuda_build.build_many(jobs, "90a")

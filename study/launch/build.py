@@ -141,9 +141,18 @@ def build(source: Path | str, arch: str = DEFAULT_ARCH, flags: tuple[str, ...] =
     return Cubin(cubin, arch, res)
 
 
-def build_many(jobs, arch: str = DEFAULT_ARCH) -> list[Cubin]:
-    """build() of each (source, flags) of `jobs`, nvcc processes side by side (a thread each, up to one a CPU)."""
+def build_many(jobs, arch: str = DEFAULT_ARCH, strict: bool = True) -> list[Cubin | BuildError]:
+    """build() of each (source, flags) of `jobs`, nvcc processes side by side (a thread each, up to one a CPU).
+    strict=False returns a failed build's BuildError in its place instead of raising it."""
     from concurrent.futures import ThreadPoolExecutor
+
+    def one(job):
+        try:
+            return build(job[0], arch, job[1])
+        except BuildError as e:
+            if strict:
+                raise
+            return e
     jobs = list(jobs)
     with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
-        return list(pool.map(lambda job: build(job[0], arch, job[1]), jobs))
+        return list(pool.map(one, jobs))
