@@ -8,7 +8,7 @@ from pathlib import Path
 
 from study.core import cli
 from study import registry
-from study.launch.build import DEFAULT_ARCH, NVCC_FLAGS, build, build_many
+from study.launch.build import DEFAULT_ARCH, NVCC_FLAGS, build_many
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,9 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     bad = 0
     sources = sorted({src for src, _, _ in registry.cuda_sources()})
-    build_many(((s, NVCC_FLAGS) for s in sources), args.arch)
+    cubins = dict(zip(sources, build_many(((s, NVCC_FLAGS) for s in sources), args.arch)))
     for src, entry, spills_ok in registry.cuda_sources():
-        r = build(src, args.arch).resources[entry]
+        r = cubins[src].resources[entry]
         flag = "" if not r.spills or spills_ok else "   <-- SPILLS"
         bad += bool(flag)
         print(f"{Path(src).name:28s} {entry:24s} regs={r.registers:3d} smem={r.smem_bytes:6d} "
