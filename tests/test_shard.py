@@ -108,6 +108,31 @@ def test_a_fresh_sweep_discards_what_a_killed_one_left(tmp_path):
     assert {r["commit"] for r in assert_complete(tmp_path / "results.csv")} == {"second"}
 
 
+def test_the_keys_start_while_local_rank_0_builds(tmp_path, ranks=3):
+    """sweep._warm under torchrun: local rank 0 alone builds the CUDA kernels; the other ranks compute the Triton,
+    Gluon and cuBLAS keys meanwhile, and rank 0 joins them after its build, each key computed once on the host
+    before the barrier; then every rank reads every key."""
+    proc = torchrun(ranks, tmp_path, "--warm")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    impls = sweep.select("01,02,14", "cuda,cublas,triton,gluon")
+    offline = {i.name for i in impls if not sweep.registry.cuda_launches(i)}
+    assert offline and len(offline) < len(impls)
+    logs = {r: [line.split(" ", 2) for line in (tmp_path / f"warm-{r}.log").read_text().splitlines()]
+            for r in range(ranks)}
+    assert [e[1:] for e in logs[0] if e[1] == "build"] == [["build", "start"], ["build", "end"]]
+    assert all(e[1] != "build" for r in range(1, ranks) for e in logs[r]), "a rank other than local rank 0 built"
+    shares = {}
+    for r, entries in logs.items():
+        named = [e[2] for e in entries if e[1] == "key"]
+        assert named[-len(impls):] == [i.name for i in impls], f"rank {r} did not read every key after the barrier"
+        shares[r] = named[:-len(impls)]
+    before = [n for share in shares.values() for n in share]
+    assert sorted(before) == sorted(offline), "a key computed twice, or a CUDA key before the build"
+    build_end = next(float(e[0]) for e in logs[0] if e[1:] == ["build", "end"])
+    assert any(float(e[0]) < build_end for r in range(1, ranks) for e in logs[r] if e[1] == "key"), \
+        "no key was computed while the build ran"
+
+
 def test_groups_are_queued_costliest_first():
     """The queue follows estimated cost, not count: measured rows' time where known, else the FLOP model (an
     8192^3 fp32 group is not a 128^3 one)."""

@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None, render=None) -> int:
             print("measuring stage 15's probe ...", flush=True)
             ceilings.write(path, {**json.loads(path.read_text()), "tcec": ceilings.tcec_probe(device, runner.clock)})
 
-    keys = _warm(impls, device, w)     # what each row measured: a later change to the code makes the row stale
+    keys = _warm(impls, device, w, store)     # what each row measured: a later change to the code makes the row stale
     groups = list(plan(impls, shapes, dtypes))
 
     def measure(impl, dtype, M, N, K, alpha, beta, shape_set, base):
@@ -302,13 +302,14 @@ def _refresh(path: Path):
     print(f"dropped {drop_stale(path)} stale rows; measuring them again", flush=True)
 
 
-def _warm(impls, device, w: shard.World):
+def _warm(impls, device, w: shard.World, store=None):
     """Every selected CUDA kernel built before the first row, nvcc processes side by side (by each host's local rank
     0 under torchrun, into the shared cache, which writes by atomic rename).  Under torchrun the implementations'
-    code keys (Triton's and Gluon's compile their units offline) are computed before any row too, shared out among
-    the host's ranks, each then reading the others' from the cache: once per host, not once per rank.  One GPU
-    computes its keys as rows need them.  The Triton kernels the rows launch compile once per host through
-    shard.CompileOnce."""
+    code keys (Triton's and Gluon's compile their units offline) are computed before any row too: the host's other
+    ranks start on Triton's and Gluon's while local rank 0 builds, then it joins them, each taking the next from a
+    counter of the host's in the store; then every rank reads the others' from the cache: once per host, not once
+    per rank.  One GPU computes its keys as rows need them.  The Triton kernels the rows launch compile once per
+    host through shard.CompileOnce."""
     import torch
 
     from study.launch.build import arch_for_capability, build_many
@@ -325,12 +326,12 @@ def _warm(impls, device, w: shard.World):
         build_cuda()
         return Keys(impls)
     import torch.distributed as dist
+    keys = Keys(impls)
+    offline = [i for i in impls if not registry.cuda_launches(i)]    # keys that need no CUDA build
     if w.local_rank == 0:
         build_cuda()
-    dist.barrier()
-    keys = Keys(impls)
-    for impl in impls[w.local_rank::w.local_size]:
-        keys.code_key(impl.name)
+    while (n := store.add(f"keys/{w.host}", 1) - 1) < len(offline):
+        keys.code_key(offline[n].name)
     dist.barrier()
     for impl in impls:
         keys.code_key(impl.name)
