@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from study.core.schema import RESULT_COLUMNS
+from study.core.schema import NEWER_COLUMNS, RESULT_COLUMNS
 from study.measure.frame import dtype_order, load_results, load_table, prepare, read_csv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,3 +47,24 @@ def test_results_keep_the_last_of_duplicate_rows(tmp_path):
 
 def test_dtype_order_puts_fp32_first():
     assert dtype_order({"int8", "bf16", "fp32", "fp64"}) == ["fp32", "bf16", "int8", "fp64"]
+
+
+def test_a_column_newer_than_the_file_is_read_blank_unremarked(tmp_path):
+    """A results file of a sweep measured before a column existed (schema.NEWER_COLUMNS) reads it as blank, and the
+    page notes no lack of it; any other missing column is still noted."""
+    assert NEWER_COLUMNS and set(NEWER_COLUMNS) <= set(RESULT_COLUMNS)
+    path = tmp_path / "results.csv"
+    path.write_text(",".join(c for c in RESULT_COLUMNS if c not in NEWER_COLUMNS) + "\n")
+    raw, notes = read_csv(path, RESULT_COLUMNS, NEWER_COLUMNS)
+    assert all(c in raw.columns for c in NEWER_COLUMNS) and notes == []
+    path.write_text(",".join(c for c in RESULT_COLUMNS if c not in NEWER_COLUMNS + ("gpu_uuid",)) + "\n")
+    assert read_csv(path, RESULT_COLUMNS, NEWER_COLUMNS)[1] == ["results.csv lacks columns: gpu_uuid"]
+
+
+def test_the_sleep_before_a_timed_call_covers_the_host():
+    """The GPU sleeps at least SLEEP_CYCLES before a timed call, and twice the host's time to issue the call once
+    that is longer (study/measure/timing.py)."""
+    from study.measure import timing
+    assert timing.sleep_cycles(0.0) == timing.SLEEP_CYCLES
+    assert timing.sleep_cycles(20e-6) == timing.SLEEP_CYCLES
+    assert timing.sleep_cycles(1e-3) == int(1e-3 * timing.HOST_COVER * timing.SLEEP_HZ) > timing.SLEEP_CYCLES

@@ -28,3 +28,28 @@ def test_wide_tiles_that_end_inside_a_consumer(dtype, rows_past, K):
         x = make_inputs(M, N, K, dtype, "cuda", 1.0, 0.0)
         v = run_and_judge(impl, dtype, x)
         assert v.passed, f"cuda:14_wgmma {dtype} {M}x{N}x{K} seed={x.seed}: {v.error}"
+
+
+@pytest.mark.gpu
+def test_a_call_slow_to_issue_is_timed_as_gpu_work():
+    """A timed call whose host side takes ~1 ms before its one short kernel: the events once bracketed the host's
+    time too, once it outlasted the fixed ~100 us sleep before the call (stage 15's Python-launched passes at
+    128^3-2048^3 moved by up to 16x between two sweeps).  The sleep now covers the host's time (timing.bench)."""
+    import time
+
+    from study.measure import timing
+    device = torch.device("cuda", 0)
+    x = torch.randn(1 << 16, device=device)
+    y = torch.empty_like(x)
+
+    def gpu_only():
+        torch.mul(x, 2.0, out=y)
+
+    def slow_host():
+        time.sleep(1e-3)
+        torch.mul(x, 2.0, out=y)
+
+    flush, clock = timing.L2Flusher(device), timing.ClockSampler(device)
+    fast, slow = timing.bench(gpu_only, flush, clock, 50.0), timing.bench(slow_host, flush, clock, 50.0)
+    assert slow.host_ms >= 1.0 > fast.host_ms
+    assert slow.ms < 0.25 and slow.ms < 5 * max(fast.ms, 0.01), f"{slow.ms:.3f} ms: the host's time was timed"

@@ -41,7 +41,10 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # figures are shown.
     "ms_idle", "ms_idle_p20", "ms_idle_p80",
     "sm_clock_idle_mhz",
+    "host_ms",        # the host's time to issue one timed call (study/measure/timing.py); the events exclude it
 )
+# Columns added since the committed sweeps were measured: a results file without them reads them as blank, unremarked.
+NEWER_COLUMNS: tuple[str, ...] = ("host_ms",)
 
 # Precision -> largest relative Frobenius error accepted.  True fp32 FMA over K <= 16384 lands near
 # 1e-6 (sequential-sum error grows like u*sqrt(K)); TF32 lands near 3e-4, so 2e-5 separates them.

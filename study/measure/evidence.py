@@ -226,7 +226,7 @@ def _labels(impl) -> dict:
 @functools.lru_cache(maxsize=None)
 def harness_digest() -> str:
     from study.core import schema
-    tables = {k: v for k, v in vars(schema).items() if k.isupper() and k != "RESULT_COLUMNS"}
+    tables = {k: v for k, v in vars(schema).items() if k.isupper() and k not in ("RESULT_COLUMNS", "NEWER_COLUMNS")}
     return _sha({"files": _files_digest(HARNESS_FILES), "tables": tables})
 
 

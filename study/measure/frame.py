@@ -12,13 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from study.core.schema import RESULT_COLUMNS
+from study.core.schema import NEWER_COLUMNS, RESULT_COLUMNS
 from study.core.stages import STAGES
 
 # The columns the figures read as numbers; the report reads all of NUMERIC_COLUMNS as numbers.
 NUMERIC = ("M", "N", "K", "alpha", "beta", "tflops", "intensity")
 NUMERIC_COLUMNS = ("M", "N", "K", "alpha", "beta", "ms", "ms_p20", "ms_p80", "reps", "tflops", "gbps",
-                   "intensity", "pct_cublas", "relerr", "tol", "registers", "smem_bytes", "spills", "sm_clock_mhz")
+                   "intensity", "pct_cublas", "relerr", "tol", "registers", "smem_bytes", "spills", "sm_clock_mhz",
+                   "host_ms")
 # One measurement per (implementation, dtype, shape, alpha, beta); a resumed sweep appends, so the last wins.
 ROW_KEY = ["impl", "dtype", "M", "N", "K", "alpha", "beta"]
 
@@ -86,16 +87,18 @@ def series_key(stage: str, impl: str) -> str:
 
 # --- loading --------------------------------------------------------------------------------------
 
-def read_csv(path: Path, columns) -> tuple[pd.DataFrame | None, list[str]]:
+def read_csv(path: Path, columns, newer=()) -> tuple[pd.DataFrame | None, list[str]]:
     """A CSV as strings (pandas would otherwise read a stage number such as 01 as the integer 1), with every one
-    of `columns` (blank where the file lacks it), plus a note naming what it lacked; None when there is no file."""
+    of `columns` (blank where the file lacks it), plus a note naming what it lacked, but for the `newer` columns,
+    which a file written before they existed lacks; None when there is no file."""
     if not path.exists():
         return None, []
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in columns if c not in raw.columns]
     for col in missing:
         raw[col] = ""
-    return raw, ([f"{path.name} lacks columns: {', '.join(missing)}"] if missing else [])
+    noted = [c for c in missing if c not in newer]
+    return raw, ([f"{path.name} lacks columns: {', '.join(noted)}"] if noted else [])
 
 
 def load_table(path: Path, columns, numeric) -> tuple[pd.DataFrame | None, list[str]]:
@@ -108,7 +111,7 @@ def load_table(path: Path, columns, numeric) -> tuple[pd.DataFrame | None, list[
 
 def load_results(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """The results as typed columns, duplicates resolved to the last row; plus notes for the page."""
-    raw, notes = read_csv(path, RESULT_COLUMNS)
+    raw, notes = read_csv(path, RESULT_COLUMNS, NEWER_COLUMNS)
     if raw is None:
         return pd.DataFrame(columns=RESULT_COLUMNS), [f"no {path.name} in this directory"]
     df = prepare(raw)

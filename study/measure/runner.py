@@ -52,6 +52,7 @@ class Runner:
             if verdict.passed:
                 t = bench(launch, self.flush, self.clock, self.budget_ms, self.min_reps)
                 row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, reps=t.reps, sm_clock_mhz=t.sm_clock_mhz,
+                           host_ms=t.host_ms,
                            tflops=flops(M, N, K) / (t.ms * 1e9),
                            gbps=compulsory_bytes(M, N, K, dtype, out_dtype, beta) / (t.ms * 1e6))
                 if self.power_limited(t.sm_clock_mhz) and t.ms >= IDLE_MIN_CALL_MS:
