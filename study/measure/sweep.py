@@ -302,7 +302,7 @@ def _refresh(path: Path):
     print(f"dropped {drop_stale(path)} stale rows; measuring them again", flush=True)
 
 
-def _warm(impls, device, w: shard.World, store=None):
+def _warm(impls, device, w: shard.World, store):
     """Every selected CUDA kernel built before the first row, nvcc processes side by side (by each host's local rank
     0 under torchrun, into the shared cache, which writes by atomic rename).  Under torchrun the implementations'
     code keys (Triton's and Gluon's compile their units offline) are computed before any row too: the host's other
