@@ -30,15 +30,15 @@
 //              stmatrix a warp and one TMA store, against 16 4-byte stores a thread) gives the pipe back sooner.
 //              Multicast has each block of a pair copy half of B's boxes (predicted: half its L2 reads of B;
 //              ncu: L2 bytes 1.49 -> 1.37 GB in all at fp16 4096^3): within a point of -persistent at 4096^3,
-//              2.4-2.5 points faster at 8192^3 on the H100 (the sweep of 3bd236b) and 2.1 points on the H200
-//              (the sweep of fb98f24), where the power limit sets the clock.
+//              2.4-2.5 points faster at 8192^3 on the H100 (the sweep of 3bd236b) and 1.2-2.8 points on the H200
+//              (the sweep of d183105), where the power limit sets the clock.
 // Measured:    H100 SXM, the sweep of 3bd236b, fp16 4096^3, TFLOP/s (% of cuBLAS; ncu tensor pipe active, profiled
 //              at d532662 for -1wg, at bcfb91e for -ws and -tma-store, at 8a0f29b for the others): stage 13's TMA
 //              form 476.3 (64%; 83%) -> -1wg 596.9 (81%; 73%: one warpgroup waits on its own wgmmas) -> -ws 644.4
 //              (87%; 80%: two consumers keep the pipe fed) -> -persistent 654.0 (89%; 82%) -> -cluster 658.2 (89%;
 //              82%, L2 bytes 1.49 -> 1.37 GB) -> -tma-store 727.2 (98%; 93%) -> cuda:14_wgmma: 735.4 (99.5%, a tie:
 //              its p20-p80 times overlap cuBLAS's; 94.4%, cuBLAS's 94.8%), 697.7 at 8192^3 (102.3%, wgmma_wide's
-//              tiles); bf16 752.3 (99.6%) and 726.1 (101.1%).  H200 (2 GPUs, fb98f24): 99.9-101.4%.
+//              tiles); bf16 752.3 (99.6%) and 726.1 (101.1%).  H200 (4 GPUs, d183105): 99.9-100.9%.
 // Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole; stores are masked (TMA
 //              stores clip at M and N); a cluster's tile wholly past M copies its share of B and stores nothing.
 // Alignment:   tensor maps need 16-byte aligned starts and leading dimensions: the launcher sends any other call

@@ -29,7 +29,7 @@ Why faster: against stage 12, wgmma replaces ldmatrix + mma.sync (no operand in 
             8192^3 (before it ran; measured below).
 Measured:   triton:14_wgmma (stage 13's kernel under this name) on an H100, the sweep of 3bd236b: 731.1 TFLOP/s fp16
             at 4096^3, and 98.9-100.8% of cuBLAS over fp16 and bf16 at 4096^3 and 8192^3 (reports/h100/results.csv).
-            On an H200 (the sweep of fb98f24) 99.3-101.5% at the same four (reports/h200/results.csv).  ncu at
+            On an H200 (the sweep of d183105) 99.1-107.3% at the same four (reports/h200/results.csv).  ncu at
             4096^3 fp16 on the H100: tensor pipe active 93.0% (cuBLAS 94.8%), L2 bytes 0.92 GB
             (reports/h100/profile.csv).  triton:14_wgmma-tma on the H100, the same sweep: 715.9 TFLOP/s fp16 at
             4096^3, 96.9-101.0% of cuBLAS over the four; 1.4-2.0 points below the persistent form at 4096^3, and

@@ -31,8 +31,8 @@ Why faster: Stage 13's warps spend issue slots on ldmatrix, mma.sync and copy ad
             sooner.
 Measured:   gluon:14_wgmma on the H100, the sweep of 3bd236b (reports/h100/results.csv): 742.7 fp16 and 763.1 bf16
             TFLOP/s at 4096^3 (100.5% and 101.0% of cuBLAS), 696.3 and 733.2 at 8192^3 (102.1%, 102.0%); on the
-            H200 (2 GPUs, the sweep of fb98f24) 101.1-101.9% at all four; gluon:13_swizzle was 59-63% on the H100,
-            59-62% on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 601.4 (81%), -ws 648.9 (88%),
+            H200 (4 GPUs, the sweep of d183105) 100.8-110.1% at all four; gluon:13_swizzle was 59-63% on the H100,
+            59-63% on the H200.  The three other forms on the H100, fp16 at 4096^3: -1wg 601.4 (81%), -ws 648.9 (88%),
             -persistent 672.1 (91%), the CUDA ladder's order.  Over the four calls each form ran at 0.97-1.03x its
             CUDA twin (-1wg 0.97-1.01x CUDA's -1wg, which refills its ring as this kernel does).
 Ragged edges: TMA reads zeros past M, N and K, so every tile is computed whole.  Stores from registers mask rows
