@@ -8,17 +8,18 @@ two % differ by more than the sum of the two spreads.  The moves are relative, |
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+
+from study.measure.shard import read_rows, row_key
 
 BANDS = (0.02, 0.05, 0.10)          # the disagreeing rows are counted below 2%, 2-5%, 5-10% and above 10%
 
 
 @dataclass(frozen=True)
 class Move:
-    key: tuple                       # (impl, dtype, M, N, K)
+    key: tuple                       # the sweep's row key: (impl, dtype, M, N, K, alpha, beta)
     a: float                         # % of cuBLAS in the first sweep
     b: float                         # ... in the second
     spread: float                    # the two rows' p20-p80 widths, summed, in points
@@ -34,7 +35,7 @@ class Move:
 
     @property
     def work(self) -> int:
-        M, N, K = self.key[2:]
+        M, N, K = self.key[2:5]
         return M * N * K
 
 
@@ -51,10 +52,8 @@ def _width(row: dict, pct: float) -> float:
 
 
 def read(path: Path) -> dict[tuple, dict]:
-    """results.csv (or the folder holding it), keyed by (impl, dtype, M, N, K)."""
-    path = path / "results.csv" if path.is_dir() else path
-    with path.open(newline="") as f:
-        return {(r["impl"], r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])): r for r in csv.DictReader(f)}
+    """results.csv (or the folder holding it), by row key (the last row of a key wins, as in the report)."""
+    return {row_key(r): r for r in read_rows(path / "results.csv" if path.is_dir() else path)}
 
 
 def moves(a: dict[tuple, dict], b: dict[tuple, dict]) -> list[Move]:
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
               f"p99 {100 * t['p99']:.1f}%")
     print(f"outside the two spreads: {s['disagree']} rows; by move <2%, 2-5%, 5-10%, >10%: {s['bands']}")
     for m in sorted((m for m in ms if m.disagrees), key=lambda m: -m.rel)[:args.top]:
-        impl, dtype, M, N, K = m.key
+        impl, dtype, M, N, K = m.key[:5]
         print(f"  {impl} {dtype} {M}x{N}x{K}: {m.a:.1f} vs {m.b:.1f}% (GPU {m.gpu_b})")
     return 0
 
