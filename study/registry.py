@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from study.core.contract import validate
+from study.core.fp8 import validate_scaled
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
 from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaLaunch, CudaModelDispatch, CudaPresplitLaunch,
@@ -77,6 +78,27 @@ class Impl:
 
     def precision(self, dtype: str) -> str:
         return self.dtypes[dtype]
+
+
+@dataclass(frozen=True, eq=False)
+class ScaledImpl(Impl):
+    """An fp8 GEMM (stage 16): e4m3 A and B, K-major, each with fp32 scales of one granularity, `scaling`
+    (study/core/fp8.py):  D = alpha * (A * scale_a) @ (B * scale_b) + beta * C."""
+    scaling: str = "tensor"
+
+    def __call__(self, a, b, c=None, alpha=1.0, beta=0.0, out=None, *, scale_a=None, scale_b=None):
+        run, d = self.prepare(a, b, c, alpha, beta, out, scale_a=scale_a, scale_b=scale_b)
+        run()
+        return d
+
+    def prepare(self, a, b, c=None, alpha=1.0, beta=0.0, out=None, *, scale_a=None, scale_b=None):
+        from triton_kernels._common import interpreting
+        p = validate_scaled(self.name, self.scaling, self.dtypes, self.out_dtypes, a, b, c, alpha, beta, out,
+                            scale_a, scale_b, allow_cpu=self.backend == "triton" and interpreting())
+        return self.launch.bind(self.name, p), p.out
+
+    def batched(self, a, b, out=None):
+        raise TypeError(f"{self.name}: an fp8 GEMM has no batched form")
 
 
 
@@ -365,6 +387,50 @@ def variant(name: str, variant_name: str) -> Impl:
                                title=f"{impl.title} [{variant_name}]")
 
 
+# Stage 16: fp8 e4m3, K-major operands with fp32 scales (study/core/fp8.py), D in bf16.  Name suffix -> (scaling,
+# precision label, Triton/Gluon function): "fp32acc" forms add the tensor core's partial sum into fp32 registers
+# every 128 k; "tcacc" keeps the whole K in the tensor core's accumulator (about 13 mantissa bits).
+FP8_FORMS = {
+    "": ("tensor", "fp8e4m3-tensor/fp32acc", "gemm"),
+    "-row": ("row", "fp8e4m3-row/fp32acc", "gemm_row"),
+    "-block": ("block", "fp8e4m3-block/fp32acc", "gemm_block"),
+    "-tcacc": ("tensor", "fp8e4m3-tensor/tcacc", "gemm_tcacc"),
+}
+FP8_OUT = {"fp8e4m3": "bf16"}
+K_MAJOR = ("k-major",)          # A row-major, B column-major: the only layout fp8 wgmma reads
+
+
+def _fp8_stage() -> list[Impl]:
+    s = stage("16")
+    impls = []
+    for suffix, (scaling, precision, fn) in FP8_FORMS.items():
+        title = f"{s.title.split(':')[0]} ({scaling} scaling, {precision.split('/')[1]})"
+        common = dict(stage=s, dtypes={"fp8e4m3": precision}, title=title, out_dtypes=FP8_OUT, layouts=K_MAJOR,
+                      scaling=scaling)
+        impls += [
+            ScaledImpl(f"triton:{s.key}{suffix}", "triton", launch=TritonLaunch(s.key, fn),
+                       sources=_triton_sources(s.key), **common),
+            ScaledImpl(f"gluon:{s.key}{suffix}", "gluon", launch=TritonLaunch(f"gluon.{s.key}", fn),
+                       sources=(*_gluon_sources(s.key), TRITON_DIR / f"{s.key}.py"), **common),
+        ]
+    return impls
+
+
+def _fp8_baselines() -> list[Impl]:
+    """cuBLASLt through torch._scaled_mm, one per scaling mode torch takes on Hopper (study/launch/cublas_fp8.py),
+    and per-tensor with fast accumulation (no promotion: the tcacc forms' baseline)."""
+    sources = (_BASELINES / "cublas_fp8.py",)
+    modes = (("", "tensor", "fp8e4m3-tensor/fp32acc", "per-tensor scales"),
+             ("-row", "row", "fp8e4m3-row/fp32acc", "row-wise scales"),
+             ("-block", "block", "fp8e4m3-block/fp32acc", "1x128 / 128x128 block scales"),
+             ("-fastacc", "tensor", "fp8e4m3-tensor/tcacc", "per-tensor scales, use_fast_accum"))
+    return [ScaledImpl(f"cublas:fp8{suffix}", "cublas", None, {"fp8e4m3": precision},
+                       TorchLaunch(f"prepare_{suffix[1:] or 'tensor'}", "cublas_fp8", prepares=True), sources,
+                       f"cuBLASLt fp8 (torch._scaled_mm, {what})", out_dtypes=FP8_OUT, layouts=K_MAJOR,
+                       scaling=scaling)
+            for suffix, scaling, precision, what in modes]
+
+
 _BASELINES = ROOT / "study" / "launch"     # cublas.py, cublas_tc.py: the baselines through torch
 _IMPLS: list[Impl] = [
     *_stage("01", CudaLaunch("01_naive.cu", "sgemm_naive", (32, 32, 1), (32, 32), rows_on_x=True), FP32),
@@ -388,6 +454,7 @@ _IMPLS: list[Impl] = [
     _swizzle_tma(),
     *_wgmma_stage(),
     *_tcec_stage(),
+    *_fp8_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:fp64", "cublas", None, {"fp64": "fp64"}, TorchLaunch("gemm_fp64", "cublas_tc"),
@@ -407,6 +474,7 @@ _IMPLS: list[Impl] = [
     *(Impl(f"cublas:{n}", "cublas", None, {"fp32": f"{n}-tcacc"}, TorchLaunch(f"gemm_{n}", "cublas_tc"),
            (_BASELINES / "cublas_tc.py", _BASELINES / "cublas.py"), f"cuBLAS bf16 GEMMs, {n} recipe (torch.mm)")
       for n in ("bf16x6", "bf16x9")),
+    *_fp8_baselines(),
     Impl("triton:tuned", "triton", None, {**FP32, **HALF}, TritonLaunch("baseline_tuned", "gemm_ieee"),
          _triton_sources("baseline_tuned"), "Tuned Triton matmul (tl.dot, autotuned)"),
     Impl("triton:tuned-tf32", "triton", None, TF32, TritonLaunch("baseline_tuned", "gemm_tf32"),

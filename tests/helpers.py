@@ -58,8 +58,11 @@ def expected_gpu_tests() -> dict[str, int]:
 
 def shifted(t):
     """A copy of `t` that starts one element into its storage and has an odd leading dimension: neither its
-    start nor its row pitch is a multiple of 16 bytes (or of 4 bytes, for 2-byte dtypes)."""
+    start nor its row pitch is a multiple of 16 bytes (or of 4 bytes, for 2-byte dtypes).  A column-major `t`
+    (an fp8 B, K-major) stays column-major."""
     import torch
+    if t.shape[1] > 1 and t.stride(0) == 1 and t.stride(1) != 1:
+        return shifted(t.t()).t()
     rows, cols = t.shape
     pad = 1 if cols % 2 == 0 else 2
     fill = float("nan") if t.is_floating_point() else -1
@@ -81,6 +84,20 @@ def accumulator_inputs(dtype: str, device, M: int, N: int, K: int):
     r = torch.randint(1, 4, (K, N), device=device, dtype=torch.int32).double()
     b64 = 1 + r * 2.0**-p
     return a, b64.to(DTYPES[dtype]), b64.sum(0, keepdim=True).expand(M, N)
+
+
+def fp8_accumulator_inputs(device, M: int, N: int, K: int):
+    """e4m3 A = 1 and, per column of B, K = 2h + 1 values: h of 1 + r/8 (r in 1..7, exact in e4m3), the same h
+    negated, then one more 1 + r/8.  D's exact value is that last one, exact in bf16; the running sum climbs to
+    about 1.9 h on the way, a multiple of 1/8 that fp32 holds exactly (for h < 2^20) and the fp8 tensor core's
+    accumulator, about 13 mantissa bits, does not once it passes 2^10.  Returns A, B (K-major) and D in float64."""
+    import torch
+    h = (K - 1) // 2
+    assert K == 2 * h + 1, "K must be odd"
+    r = 1 + torch.randint(1, 8, (N, h + 1), device=device, dtype=torch.int32).double() / 8
+    bt = torch.cat([r[:, :h], -r[:, :h], r[:, h:]], dim=1)
+    a = torch.ones(M, K, device=device).to(torch.float8_e4m3fn)
+    return a, bt.to(torch.float8_e4m3fn).t(), r[:, h].double()[None, :].expand(M, N)
 
 
 def assert_matches_float64(impl_name: str, dtype: str, M: int, N: int, K: int, alpha: float, beta: float, device):

@@ -27,10 +27,11 @@ def test_wrong_dtype(name):
         impl(a, b)
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", [i.name for i in study.implementations() if "k-major" not in i.layouts])
 def test_layouts_it_does_not_declare_are_refused(name):
     """A transposed view (column-major) reaches only an implementation that declares that layout; every other
-    one refuses it before launch, and nothing takes a matrix with no unit stride."""
+    one refuses it before launch, and nothing takes a matrix with no unit stride.  (fp8's K-major operands:
+    tests/test_fp8.py.)"""
     impl = study.get(name)
     a, b = _args(dtype=_dtype(impl))
     neither = torch.zeros(4, 12).to(a.dtype)[:, ::2]

@@ -15,10 +15,11 @@ import torch
 
 import study
 from study.core.verify import judge, make_inputs, pitched16, reference, reference_terms, run_and_judge
+from study.core import fp8
 from study.core.contract import DTYPES
 from tests.helpers import (ACCUMULATOR_SHAPE, ALPHA_BETA, DISPATCH_K, PADDED_SHAPE, SHAPES, TRANSPOSED_LAYOUTS,
                            TRANSPOSED_SHAPES, UNALIGNED_SHAPES, accumulator_inputs, assert_matches_float64,
-                           column_major, impl_dtypes, scalars, shifted)
+                           column_major, fp8_accumulator_inputs, impl_dtypes, scalars, shifted)
 
 pytestmark = pytest.mark.gpu
 
@@ -143,7 +144,7 @@ def test_every_tile_a_dispatch_can_pick(impl_name, dtype, choice, aligned):
 
 
 def _fp32acc_impls():
-    return impl_dtypes(dtype_filter=lambda impl, d: impl.precision(d).endswith("/fp32acc"))
+    return impl_dtypes(dtype_filter=lambda impl, d: impl.precision(d).endswith("/fp32acc") and d != "fp8e4m3")
 
 
 @pytest.mark.parametrize("impl_name,dtype", _fp32acc_impls())
@@ -163,6 +164,34 @@ def test_accumulates_in_fp32(impl_name, dtype):
     assert wrong == 0, (f"{impl_name} {dtype}: {wrong} of {M * N} elements differ from the fp32-accumulated sum, "
                         f"e.g. {float(out.flatten()[(out != want).flatten().nonzero()[0]])} vs "
                         f"{float(want.flatten()[(out != want).flatten().nonzero()[0]])}")
+
+
+FP8_ACCUMULATOR_SHAPE = (37, 45, 16387)
+
+
+@pytest.mark.parametrize("impl_name,dtype", impl_dtypes(dtype_filter=lambda impl, d: d == "fp8e4m3"))
+def test_fp8_promotion(impl_name, dtype):
+    """An fp8 "fp32acc" form adds the tensor core's partial sums into fp32 registers: on sums that climb to ~15000
+    in steps of 1/8 and come back to 1 + r/8 (tests/helpers.py), over K = 16387 with unit scales of its mode, D must
+    be exact.  A "tcacc" form keeps the sum in the fp8 tensor core's accumulator, whose ~13 mantissa bits cannot
+    hold those steps: its D must be off (so that the label, and the report's contrast, are true)."""
+    impl = study.get(impl_name)
+    M, N, K = FP8_ACCUMULATOR_SHAPE
+    a, b, exact = fp8_accumulator_inputs("cuda", M, N, K)
+    scales = [torch.ones(shape, device="cuda") for shape in fp8.scale_shapes(impl.scaling, M, N, K)]
+    sa, sb = (fp8.column_major(t) if t.dim() == 2 else t for t in scales)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    impl(a, b, out=out, scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    err = (out.double() - exact).abs()
+    assert out.isfinite().all(), f"{impl_name}: {int((~out.isfinite()).sum())} NaN/inf elements"
+    if impl.precision(dtype).endswith("/fp32acc"):
+        wrong = int((err > 0).sum())
+        assert wrong == 0, (f"{impl_name}: {wrong} of {M * N} elements differ from the exact sum (worst off by "
+                            f"{float(err.max()):.4g}): the partial sums were not promoted to fp32")
+    else:
+        assert float(err.max()) > 2**-3, (f"{impl_name}: D is exact (worst error {float(err.max()):.3g}) over a sum "
+                                          f"the fp8 accumulator cannot hold: the form promotes, its label says not")
 
 
 def _batched_impls():

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import torch
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64,
-          "int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32}
+          "int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32,
+          "fp8e4m3": torch.float8_e4m3fn}   # stage 16: scaled operands (study/core/fp8.py)
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 MAX_DIM = 2**31 - 2**16
 

@@ -216,6 +216,16 @@ STAGES: tuple[Stage, ...] = (
         # Seed 002, Section 4.4.1 and Figure 7: "dividing the theoretical peak performance of FP16-TC ... by 3".
         fp32_products=3, split_peaks={"fp16_tc_tflops": "TCEC", "tf32_tc_tflops": "3xTF32"}, accuracy_study=True,
     ),
+    Stage(
+        "16", "fp8", "fp8 e4m3 on wgmma: per-tensor, row-wise and block scaling, promoted to fp32",
+        "no seed covers fp8; its anchors: DeepGEMM (1x128 / 128x128 block scaling, promotion every 128 k), the "
+        "DeepSeek-V3 report (section 3.3.2, the tensor core's limited accumulation precision), triton-lang/triton "
+        "PR #5461 (Triton's persistent TMA fp8 matmul)",
+        "The Hopper rung on e4m3 operands (wgmma k32, twice the bf16 rate), each operand with fp32 scales per "
+        "tensor, per row or per 1x128 / 128x128 block; every 128 k the tensor core's partial sum is added into "
+        "fp32 registers (times the block's scales), because the fp8 accumulator keeps about 13 mantissa bits.  "
+        "One form leaves the whole K in the tensor core, to show what promotion buys.",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from study.core import fp8
 from study.core.contract import DTYPES
 from study.core.schema import ELEMENT_MODEL, ELEMENT_SIGMAS, tolerance
 
@@ -21,6 +22,26 @@ class Inputs:
     alpha: float
     beta: float
     seed: int
+    # fp8 only: scaling mode -> (scale_a, scale_b) drawn for the operands as made, in study/core/fp8.py's layouts
+    scales: dict | None = None
+
+    def scale_args(self, impl) -> dict:
+        """The scale keywords of `impl`'s call (an fp8 GEMM's; none for any other): the drawn scales of its mode,
+        cut to A's and B's current shapes (a test may hand in a sub-matrix)."""
+        scaling = getattr(impl, "scaling", None)
+        if scaling is None:
+            return {}
+        (M, K), N = self.a.shape, self.b.shape[1]
+        sa, sb = fp8.scales_for(*self.scales[scaling], scaling, M, N, K)
+        return {"scale_a": sa, "scale_b": sb}
+
+    def operands64(self, scaling: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A and B in float64 as the GEMM means them: dequantized with their scales for an fp8 call."""
+        if scaling is None:
+            return self.a.double(), self.b.double()
+        M, K, N = *self.a.shape, self.b.shape[1]
+        s = dict(zip(("scale_a", "scale_b"), fp8.scales_for(*self.scales[scaling], scaling, M, N, K)))
+        return (fp8.dequantize(self.a, s["scale_a"], scaling, "a"), fp8.dequantize(self.b, s["scale_b"], scaling, "b"))
 
 
 def make_inputs(M: int, N: int, K: int, dtype: str, device, alpha=1.0, beta=0.0, out_dtype: str | None = None,
@@ -40,13 +61,21 @@ def make_inputs(M: int, N: int, K: int, dtype: str, device, alpha=1.0, beta=0.0,
         low = 0 if t == torch.uint8 else -8
         return torch.randint(low, low + 16, (r, c), generator=g, device=device, dtype=torch.int32).to(t)
 
-    a, b = rand(M, K, DTYPES[dtype]), rand(K, N, DTYPES[dtype])
+    scaled = DTYPES[dtype] == fp8.E4M3
+    a, b = rand(M, K, DTYPES[dtype]), rand(N, K, DTYPES[dtype]).t() if scaled else rand(K, N, DTYPES[dtype])
+    scales = None
+    if scaled:       # B K-major, and scales of every mode, 2^[-2, 2) each
+        scales = {}
+        for mode in fp8.SCALINGS:
+            shapes = fp8.scale_shapes(mode, M, N, K)
+            sa, sb = (torch.exp2(torch.rand(s, generator=g, device=device) * 4 - 2) for s in shapes)
+            scales[mode] = tuple(fp8.column_major(t) if t.dim() == 2 else t for t in (sa, sb))
     if beta == 0 and ot.is_floating_point:
         c = torch.full((M, N), float("nan"), device=device, dtype=ot)   # must never be read
     else:
         c = rand(M, N, ot)
     out = torch.full((M, N), float("nan") if ot.is_floating_point else -(2**31), device=device, dtype=ot)
-    return Inputs(a, b, c, out, float(alpha), float(beta), seed)
+    return Inputs(a, b, c, out, float(alpha), float(beta), seed, scales)
 
 
 def pitched16(t: torch.Tensor) -> torch.Tensor:
@@ -61,8 +90,9 @@ def pitched16(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-def reference(x: Inputs) -> torch.Tensor:
-    ref = x.alpha * (x.a.double() @ x.b.double())
+def reference(x: Inputs, scaling: str | None = None) -> torch.Tensor:
+    a, b = x.operands64(scaling)
+    ref = x.alpha * (a @ b)
     if x.beta != 0:
         ref += x.beta * x.c.double()
     return ref
@@ -86,8 +116,8 @@ class Terms:
     parts: torch.Tensor
 
 
-def reference_terms(x: Inputs) -> Terms:
-    a, b = x.a.double(), x.b.double()
+def reference_terms(x: Inputs, scaling: str | None = None) -> Terms:
+    a, b = x.operands64(scaling)
     sq = (x.alpha ** 2) * (a.square() @ b.square())
     parts = (x.alpha * (a @ b)).abs()
     if x.beta != 0:
@@ -154,10 +184,12 @@ def judge(out: torch.Tensor, ref: torch.Tensor, precision: str, terms=None, k: i
 def run_and_judge(impl, dtype: str, x: Inputs) -> Verdict:
     """Call impl on x (through its public, contract-checked entry) and judge D; A, B, C must be untouched."""
     before = [t.clone() for t in (x.a, x.b, x.c)]
-    impl(x.a, x.b, x.c, alpha=x.alpha, beta=x.beta, out=x.out)
+    scaling = getattr(impl, "scaling", None)
+    impl(x.a, x.b, x.c, alpha=x.alpha, beta=x.beta, out=x.out, **x.scale_args(impl))
     if x.out.is_cuda:
         torch.cuda.synchronize(x.out.device)   # surfaces asynchronous launch errors here, not later
-    v = judge(x.out, reference(x), impl.precision(dtype), terms=lambda: reference_terms(x), k=x.a.shape[1])
+    v = judge(x.out, reference(x, scaling), impl.precision(dtype), terms=lambda: reference_terms(x, scaling),
+              k=x.a.shape[1])
     for label, t0, t1 in zip("ABC", before, (x.a, x.b, x.c)):
         same_nans = torch.equal(t0.isnan(), t1.isnan()) if t0.is_floating_point() else True
         if not same_nans or not torch.equal(t0.nan_to_num(0.0), t1.nan_to_num(0.0)):

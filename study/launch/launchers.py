@@ -556,3 +556,63 @@ class TorchLaunch:
     def bind(self, name: str, p) -> Bound:
         fn = getattr(importlib.import_module(f"study.launch.{self.module}"), self.fn)
         return Bound(fn(p) if self.prepares else (lambda: fn(p)))
+
+
+FP8_PARAMS = params("map_a:tmap map_b:tmap M:int N:int K:int alpha:double beta:double sa:ptr sb:ptr C:ptr ldc:i64 "
+                    "D:ptr ldd:i64 pairs:int")
+
+
+def _pairs_ok(t: torch.Tensor) -> bool:
+    """A bf16 row-major matrix whose column pairs (even column first) are 4-byte aligned on every row."""
+    return t.data_ptr() % 4 == 0 and (t.shape[0] == 1 or t.stride(0) % 2 == 0)
+
+
+@dataclass(frozen=True)
+class CudaFp8Launch(CudaLaunch):
+    """Stage 16's persistent fp8 kernels (cuda_kernels/16_fp8.cu) on a study.core.fp8.ScaledProblem: A and B^T,
+    K-major, reach them as tensor maps in boxes of (tile rows, 128) and (tile columns / cluster, 128) bytes (a
+    cluster's blocks each copy a share of B^T and multicast it); operands a tensor map cannot take are re-pitched by
+    k_major_16, refreshed at the start of every run.  C and D may have any alignment: `pairs` tells the kernel
+    whether this call's C and D allow 4-byte column-pair accesses.  One block per resident slot (clusters of
+    `cluster` along M), balanced as CudaTmaLaunch's `balance`."""
+    cluster: int = 1
+    balance: bool = True
+
+    def params(self, entry: str = "") -> tuple:
+        return FP8_PARAMS
+
+    def entry_for(self, p) -> str:
+        return self.entry
+
+    def many_tiles(self, sms: int) -> tuple[int, int]:
+        """An M x N, ragged in both, of at least 2.5 tiles per SM (as CudaTmaLaunch's): every block walks several
+        tiles; 23 tile-rows, so that with clusters of 2 the last pair's second tile lies wholly past M."""
+        return 23 * self.tile[0] - 37, -(-5 * sms // 46) * self.tile[1] - 61
+
+    def bind(self, name: str, p) -> Bound:
+        from study.core.fp8 import k_major_16
+        M, N, K = p.mnk
+        bm, bn = self.tile
+        tiles = -(-M // (bm * self.cluster)) * self.cluster * -(-N // bn)
+        if tiles > 2**31 - 1:
+            raise ValueError(f"{name}: a {M}x{N} output needs {tiles} tiles; the launch allows 2**31-1")
+        a16, bt16, refresh = k_major_16(p)
+        k = self.kernel(self.entry, p.a.device)
+        blocks = min(tiles, driver.resident_blocks(k, self.block, k.smem, self.cluster, p.a.device))
+        if self.balance:
+            waves = -(-tiles // blocks)
+            blocks = -(-(tiles // self.cluster) // waves) * self.cluster
+        c = p.c if p.c is not None else p.out   # never read when beta == 0
+        pairs = _pairs_ok(p.out) and (p.c is None or _pairs_ok(p.c))
+        launch = driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
+            map_a=driver.tensor_map_2d(a16.view(torch.uint8), (bm, 128)),
+            map_b=driver.tensor_map_2d(bt16.view(torch.uint8), (bn // self.cluster, 128)),
+            M=M, N=N, K=K, alpha=p.alpha, beta=p.beta, sa=p.scale_a, sb=p.scale_b, C=c, ldc=c.stride(0), D=p.out,
+            ldd=p.out.stride(0), pairs=int(pairs)), p.a.device)
+        operands = (a16, bt16)   # the tensor maps' memory lives as long as the call
+
+        def run():
+            refresh()
+            launch()
+            return operands
+        return Bound(run, lambda: self.resources(self.entry))

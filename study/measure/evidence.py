@@ -263,7 +263,7 @@ class Keys:
     def parts(self, name: str) -> dict[str, str]:
         impl = registry.get(name)
         launches = _launch_objects(impl.launch)
-        code = _code_of([type(x) for x in launches] + [registry.Impl])
+        code = _code_of([type(x) for x in launches] + [type(impl)])
         parts = {"labels": _sha(_labels(impl)), "harness": harness_digest(), "target": _sha(CAPABILITY),
                  "launch": _sha(declaration(impl.launch)), "format": str(KEY_FORMAT)}
         if impl.backend == "cuda":

@@ -130,7 +130,7 @@ def child(case_list: list[tuple[str, str, int, int, int]]) -> None:
         impl = registry.get(name)
         try:
             x = make_inputs(M, N, K, dtype, dev, out_dtype=impl.out_dtypes.get(dtype))
-            run, _ = impl.prepare(x.a, x.b, None, 1.0, 0.0, x.out)
+            run, _ = impl.prepare(x.a, x.b, None, 1.0, 0.0, x.out, **x.scale_args(impl))
             run(), run()
             torch.cuda.synchronize()
         except Exception as e:       # refused or failed: recorded as such, the others go on

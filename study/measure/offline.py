@@ -146,9 +146,13 @@ def _operand(rows: int, cols: int, dtype, col_major: bool, aligned: bool):
 
 def probe(impl, rec: _Recorder) -> dict[str, list[str]]:
     """Call impl's launcher on every probe; return {dtype: unit ids}."""
+    import torch
+
+    from study.core import fp8
     from study.core.contract import DTYPES, validate
     from study.registry import ALL_AB
-    layouts = ALL_AB if "col-major" in impl.layouts else ("rr",)
+    scaling = getattr(impl, "scaling", None)        # an fp8 GEMM: K-major operands and scales of its mode
+    layouts = ALL_AB if "col-major" in impl.layouts else ("rc",) if scaling else ("rr",)
     out: dict[str, list[str]] = {}
     for dtype in impl.dtypes:
         it, ot = DTYPES[dtype], DTYPES[impl.out_dtypes.get(dtype, dtype)]
@@ -159,8 +163,14 @@ def probe(impl, rec: _Recorder) -> dict[str, list[str]]:
                 b = _operand(K, N, it, ab[1] == "c", aligned)
                 c = _operand(M, N, ot, False, aligned)
                 d = _operand(M, N, ot, False, aligned)
-                p = validate(impl.name, impl.dtypes, impl.out_dtypes, a, b, c, 2.0, 3.0 if with_c else 0.0, d,
-                             allow_cpu=True, layouts=impl.layouts)
+                if scaling:
+                    sa, sb = (fp8.column_major(torch.ones(s)) if len(s) == 2 else torch.ones(s)
+                              for s in fp8.scale_shapes(scaling, M, N, K))
+                    p = fp8.validate_scaled(impl.name, scaling, impl.dtypes, impl.out_dtypes, a, b, c, 2.0,
+                                            3.0 if with_c else 0.0, d, sa, sb, allow_cpu=True)
+                else:
+                    p = validate(impl.name, impl.dtypes, impl.out_dtypes, a, b, c, 2.0, 3.0 if with_c else 0.0, d,
+                                 allow_cpu=True, layouts=impl.layouts)
                 impl.launch.bind(impl.name, p)()
         out[dtype] = sorted(set(rec.calls))
     return out

@@ -48,7 +48,7 @@ class Runner:
             x = make_inputs(M, N, K, dtype, self.device, alpha, beta, out_dtype)
             verdict = run_and_judge(impl, dtype, x)
             row.update(relerr=verdict.relerr, tol=verdict.tol, passed=verdict.passed, error=verdict.error)
-            launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out)       # checked once, outside the timing
+            launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out, **x.scale_args(impl))   # checked once, untimed
             if verdict.passed:
                 t = bench(launch, self.flush, self.clock, self.budget_ms, self.min_reps)
                 row.update(ms=t.ms, ms_p20=t.ms_p20, ms_p80=t.ms_p80, reps=t.reps, sm_clock_mhz=t.sm_clock_mhz,
@@ -88,7 +88,7 @@ class Runner:
         verdict = run_and_judge(impl, dtype, x)
         if not verdict.passed:
             raise RuntimeError(f"{impl.name} {dtype} {M}x{N}x{K} failed again: {verdict.error}")
-        launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out)
+        launch, _ = impl.prepare(x.a, x.b, x.c, alpha, beta, x.out, **x.scale_args(impl))
         launch()                                  # compiled (and autotuned) now, so its resources are known
         if not same_kernel(launch.resources(), row):
             raise RuntimeError(f"this process runs another kernel than the row's (an autotuner's other pick: "

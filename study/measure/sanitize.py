@@ -83,7 +83,7 @@ def call(impl, what: str, a, b, x, alpha: float, beta: float) -> None:
     """One call, synchronized, so that a report printed before the next "CALL" line is this call's."""
     import torch
     print("CALL", impl.name, what, flush=True)
-    impl(a, b, x.c, alpha, beta, out=x.out)
+    impl(a, b, x.c, alpha, beta, out=x.out, **x.scale_args(impl))
     torch.cuda.synchronize()
 
 

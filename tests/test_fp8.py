@@ -1,0 +1,77 @@
+"""fp8 (stage 16) on the CPU: the quantization helpers, and the contract's refusals before any launch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import study
+from study.core import fp8
+
+FP8 = [i.name for i in study.implementations(dtype="fp8e4m3")]
+
+
+@pytest.mark.parametrize("scaling", fp8.SCALINGS)
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (37, 300, 129), (256, 130, 1000)])
+def test_quantize_round_trip(scaling, M, N, K):
+    """quantize_a / quantize_b give e4m3 operands (A row-major, B K-major) and scales in the contract's shapes and
+    layouts, which the contract takes; dequantized, they are the input to e4m3's precision (3 mantissa bits: a
+    relative error below 2^-4 per element), and no group's largest value saturates."""
+    g = torch.Generator().manual_seed(M * N + K)
+    x_a = torch.randn(M, K, generator=g) * torch.exp2(torch.randint(-20, 20, (M, 1), generator=g).float())
+    x_b = torch.randn(K, N, generator=g) * 1e-3
+    qa, sa = fp8.quantize_a(x_a, scaling)
+    qb, sb = fp8.quantize_b(x_b, scaling)
+    assert qa.dtype == qb.dtype == fp8.E4M3 and qa.stride(1) == 1 and (K == 1 or qb.stride(0) == 1)
+    p = fp8.validate_scaled("q", scaling, {"fp8e4m3": "x"}, {"fp8e4m3": "bf16"}, qa, qb, None, 1.0, 0.0, None,
+                            sa, sb, allow_cpu=True)
+    assert p.scaling == scaling and p.bt.shape == (N, K)
+    for x, q, s, op in ((x_a, qa, sa, "a"), (x_b, qb, sb, "b")):
+        back = fp8.dequantize(q, s, scaling, op)
+        rel = (back - x.double()).abs() / x.double().abs().clamp_min(1e-300)
+        big = x.double().abs() >= x.double().abs().max() * 2.0**-6    # away from e4m3's subnormals per tensor
+        assert float(rel[big].max()) <= 2.0**-4, f"{op}: worst relative error {float(rel[big].max()):.3g}"
+        assert q.float().abs().max() <= fp8.E4M3_MAX
+
+
+def _call(name, M=33, N=45, K=300, **over):
+    impl = study.get(name)
+    a = torch.zeros(M, K).to(fp8.E4M3)
+    b = torch.zeros(N, K).to(fp8.E4M3).t()
+    sa, sb = (fp8.column_major(torch.ones(s)) if len(s) == 2 else torch.ones(s)
+              for s in fp8.scale_shapes(impl.scaling, M, N, K))
+    args = {**dict(a=a, b=b, scale_a=sa, scale_b=sb), **over}
+    return fp8.validate_scaled(name, impl.scaling, impl.dtypes, impl.out_dtypes, args["a"], args["b"], None, 1.0,
+                               0.0, None, args["scale_a"], args["scale_b"], allow_cpu=True)
+
+
+@pytest.mark.parametrize("name", FP8)
+def test_fp8_contract_refuses_before_launch(name):
+    """Each refusal names the implementation and what is wrong: A not K-major, B not K-major (row-major B), no
+    scales, scales of another mode's shape, a block scale stored row-major, scales that are not float32."""
+    impl = study.get(name)
+    M, N, K = 33, 45, 300
+    assert _call(name).mnk == (M, N, K)
+    with pytest.raises(ValueError, match=rf"{name}: A must be K-major"):
+        _call(name, a=torch.zeros(K, M).to(fp8.E4M3).t())
+    with pytest.raises(ValueError, match=rf"{name}: B must be K-major"):
+        _call(name, b=torch.zeros(K, N).to(fp8.E4M3))
+    with pytest.raises(TypeError, match=rf"{name}: {impl.scaling} scaling needs scale_a"):
+        _call(name, scale_a=None)
+    with pytest.raises(TypeError, match=rf"{name}: scale_b must be float32"):
+        _call(name, scale_b=torch.ones(fp8.scale_shapes(impl.scaling, M, N, K)[1], dtype=torch.float64))
+    wrong = {"tensor": (M,), "row": (1,), "block": (M,)}[impl.scaling]
+    with pytest.raises(ValueError, match=rf"{name}: {impl.scaling} scaling takes scale_a of shape"):
+        _call(name, scale_a=torch.ones(wrong))
+    if impl.scaling == "block":
+        with pytest.raises(ValueError, match=rf"{name}: block scaling takes scale_a .* column-major"):
+            _call(name, scale_a=torch.ones(M, fp8.blocks(K)))
+    with pytest.raises(TypeError, match=rf"{name}: supports dtypes"):
+        impl(torch.zeros(M, K, dtype=torch.bfloat16), torch.zeros(K, N, dtype=torch.bfloat16))
+
+
+def test_scales_cut_to_a_sub_problem():
+    """scales_for cuts scales drawn for a larger problem to the sub-problem's shapes, in the canonical layouts."""
+    sa, sb = fp8.column_major(torch.rand(40, 3)), fp8.column_major(torch.rand(3, 2))
+    ca, cb = fp8.scales_for(sa, sb, "block", 33, 100, 200)
+    assert ca.shape == (33, 2) and ca.stride() == (1, 33) and cb.shape == (2, 1)
+    assert torch.equal(ca, sa[:33, :2]) and torch.equal(cb, sb[:2, :1])
