@@ -22,8 +22,9 @@ from study.core.contract import validate
 from study.core.fp8 import validate_scaled
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
-from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaLaunch, CudaModelDispatch, CudaPresplitLaunch,
-                                    CudaSplitTmaLaunch, CudaTmaLaunch, CudaTypedLaunch, TorchLaunch, TritonLaunch)
+from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8Launch, CudaLaunch, CudaModelDispatch,
+                                    CudaPresplitLaunch, CudaSplitTmaLaunch, CudaTmaLaunch, CudaTypedLaunch, TorchLaunch,
+                                    TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -337,6 +338,63 @@ def _tcec_stage() -> list[Impl]:
     return impls
 
 
+# Stage 16: fp8 e4m3, K-major operands with fp32 scales (study/core/fp8.py), D in bf16.  Name suffix -> (scaling,
+# precision label, Triton/Gluon function): "fp32acc" forms add the tensor core's partial sum into fp32 registers
+# every 128 k; "tcacc" keeps the whole K in the tensor core's accumulator (about 13 mantissa bits).
+FP8_FORMS = {
+    "": ("tensor", "fp8e4m3-tensor/fp32acc", "gemm"),
+    "-row": ("row", "fp8e4m3-row/fp32acc", "gemm_row"),
+    "-block": ("block", "fp8e4m3-block/fp32acc", "gemm_block"),
+    "-tcacc": ("tensor", "fp8e4m3-tensor/tcacc", "gemm_tcacc"),
+}
+FP8_OUT = {"fp8e4m3": "bf16"}
+K_MAJOR = ("k-major",)          # A row-major, B column-major: the only layout fp8 wgmma reads
+
+
+def _fp8(entry: str, bn: int, **kw) -> CudaFp8Launch:
+    """cuda_kernels/16_fp8.cu's persistent kernel: a producer and two consumer warpgroups on a 128 x bn tile."""
+    return CudaFp8Launch("16_fp8.cu", entry, (384, 1, 1), (128, bn), **kw)
+
+
+# The promoted forms' tile is 128x192: a consumer holds a partial and a sum of 96 registers each; tcacc's is
+# stage 14's 128x256 (one accumulator of 128).
+FP8_CUDA = {"": _fp8("fp8_tensor", 192), "-row": _fp8("fp8_row", 192), "-block": _fp8("fp8_block", 192),
+            "-tcacc": _fp8("fp8_tcacc", 256)}
+
+
+def _fp8_stage() -> list[Impl]:
+    s = stage("16")
+    impls = []
+    for suffix, (scaling, precision, fn) in FP8_FORMS.items():
+        title = f"{s.title.split(':')[0]} ({scaling} scaling, {precision.split('/')[1]})"
+        common = dict(stage=s, dtypes={"fp8e4m3": precision}, title=title, out_dtypes=FP8_OUT, layouts=K_MAJOR,
+                      scaling=scaling)
+        cuda = FP8_CUDA[suffix]
+        impls += [
+            ScaledImpl(f"cuda:{s.key}{suffix}", "cuda", launch=cuda, sources=_cuda_sources(cuda.source), **common),
+            ScaledImpl(f"triton:{s.key}{suffix}", "triton", launch=TritonLaunch(s.key, fn),
+                       sources=_triton_sources(s.key), **common),
+            ScaledImpl(f"gluon:{s.key}{suffix}", "gluon", launch=TritonLaunch(f"gluon.{s.key}", fn),
+                       sources=(*_gluon_sources(s.key), TRITON_DIR / f"{s.key}.py"), **common),
+        ]
+    return impls
+
+
+def _fp8_baselines() -> list[Impl]:
+    """cuBLASLt through torch._scaled_mm, one per scaling mode torch takes on Hopper (study/launch/cublas_fp8.py),
+    and per-tensor with fast accumulation (no promotion: the tcacc forms' baseline)."""
+    sources = (_BASELINES / "cublas_fp8.py",)
+    modes = (("", "tensor", "fp8e4m3-tensor/fp32acc", "per-tensor scales"),
+             ("-row", "row", "fp8e4m3-row/fp32acc", "row-wise scales"),
+             ("-block", "block", "fp8e4m3-block/fp32acc", "1x128 / 128x128 block scales"),
+             ("-fastacc", "tensor", "fp8e4m3-tensor/tcacc", "per-tensor scales, use_fast_accum"))
+    return [ScaledImpl(f"cublas:fp8{suffix}", "cublas", None, {"fp8e4m3": precision},
+                       TorchLaunch(f"prepare_{suffix[1:] or 'tensor'}", "cublas_fp8", prepares=True), sources,
+                       f"cuBLASLt fp8 (torch._scaled_mm, {what})", out_dtypes=FP8_OUT, layouts=K_MAJOR,
+                       scaling=scaling)
+            for suffix, scaling, precision, what in modes]
+
+
 # --- tuning variants: unregistered, re-run by name with `python -m study.probe --impls NAME --variants V`.
 # Implementation -> {variant: its launch record}.  Each is built with its own nvcc -D macro, under which the
 # .cu file compiles the variant's entries (or its other constants); one without a scalar twin takes aligned
@@ -373,6 +431,12 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "tma": WGMMA_TMA,
         "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
     },
+    # Stage 16 (built under FP8_EXPLORE): 128x128 tiles, and clusters of 2 along M multicasting B.
+    "cuda:16_fp8": {"n128": _fp8("x16_tensor_n128", 128, defines=("FP8_EXPLORE",)),
+                    "c2": _fp8("x16_tensor_c2", 192, cluster=2, defines=("FP8_EXPLORE",))},
+    "cuda:16_fp8-block": {"n128": _fp8("x16_block_n128", 128, defines=("FP8_EXPLORE",)),
+                          "c2": _fp8("x16_block_c2", 192, cluster=2, defines=("FP8_EXPLORE",))},
+    "cuda:16_fp8-tcacc": {"c2": _fp8("x16_tcacc_c2", 256, cluster=2, defines=("FP8_EXPLORE",))},
 }
 
 
@@ -385,50 +449,6 @@ def variant(name: str, variant_name: str) -> Impl:
         raise KeyError(f"no variant {variant_name!r} of {name}; declared: {sorted(VARIANTS.get(name, {}))}") from None
     return dataclasses.replace(impl, name=f"{name}/{variant_name}", launch=launch,
                                title=f"{impl.title} [{variant_name}]")
-
-
-# Stage 16: fp8 e4m3, K-major operands with fp32 scales (study/core/fp8.py), D in bf16.  Name suffix -> (scaling,
-# precision label, Triton/Gluon function): "fp32acc" forms add the tensor core's partial sum into fp32 registers
-# every 128 k; "tcacc" keeps the whole K in the tensor core's accumulator (about 13 mantissa bits).
-FP8_FORMS = {
-    "": ("tensor", "fp8e4m3-tensor/fp32acc", "gemm"),
-    "-row": ("row", "fp8e4m3-row/fp32acc", "gemm_row"),
-    "-block": ("block", "fp8e4m3-block/fp32acc", "gemm_block"),
-    "-tcacc": ("tensor", "fp8e4m3-tensor/tcacc", "gemm_tcacc"),
-}
-FP8_OUT = {"fp8e4m3": "bf16"}
-K_MAJOR = ("k-major",)          # A row-major, B column-major: the only layout fp8 wgmma reads
-
-
-def _fp8_stage() -> list[Impl]:
-    s = stage("16")
-    impls = []
-    for suffix, (scaling, precision, fn) in FP8_FORMS.items():
-        title = f"{s.title.split(':')[0]} ({scaling} scaling, {precision.split('/')[1]})"
-        common = dict(stage=s, dtypes={"fp8e4m3": precision}, title=title, out_dtypes=FP8_OUT, layouts=K_MAJOR,
-                      scaling=scaling)
-        impls += [
-            ScaledImpl(f"triton:{s.key}{suffix}", "triton", launch=TritonLaunch(s.key, fn),
-                       sources=_triton_sources(s.key), **common),
-            ScaledImpl(f"gluon:{s.key}{suffix}", "gluon", launch=TritonLaunch(f"gluon.{s.key}", fn),
-                       sources=(*_gluon_sources(s.key), TRITON_DIR / f"{s.key}.py"), **common),
-        ]
-    return impls
-
-
-def _fp8_baselines() -> list[Impl]:
-    """cuBLASLt through torch._scaled_mm, one per scaling mode torch takes on Hopper (study/launch/cublas_fp8.py),
-    and per-tensor with fast accumulation (no promotion: the tcacc forms' baseline)."""
-    sources = (_BASELINES / "cublas_fp8.py",)
-    modes = (("", "tensor", "fp8e4m3-tensor/fp32acc", "per-tensor scales"),
-             ("-row", "row", "fp8e4m3-row/fp32acc", "row-wise scales"),
-             ("-block", "block", "fp8e4m3-block/fp32acc", "1x128 / 128x128 block scales"),
-             ("-fastacc", "tensor", "fp8e4m3-tensor/tcacc", "per-tensor scales, use_fast_accum"))
-    return [ScaledImpl(f"cublas:fp8{suffix}", "cublas", None, {"fp8e4m3": precision},
-                       TorchLaunch(f"prepare_{suffix[1:] or 'tensor'}", "cublas_fp8", prepares=True), sources,
-                       f"cuBLASLt fp8 (torch._scaled_mm, {what})", out_dtypes=FP8_OUT, layouts=K_MAJOR,
-                       scaling=scaling)
-            for suffix, scaling, precision, what in modes]
 
 
 _BASELINES = ROOT / "study" / "launch"     # cublas.py, cublas_tc.py: the baselines through torch

@@ -34,6 +34,7 @@ TRANSPOSED_LAYOUTS = ["rc", "cr", "cc"]
 PADDED_SHAPE = (45, 77, 129)          # lda = K + 5, ldb = N + 3, ldc = N + 9, ldd = N + 2
 UNALIGNED_SHAPES = [(67, 45, 131), (130, 257, 64)]
 ACCUMULATOR_SHAPE = (37, 45, 4099)
+FP8_ACCUMULATOR_SHAPE = (37, 45, 16387)   # tests/helpers.py's fp8_accumulator_inputs: K odd, past 2^14
 
 
 def scalars(dtype: str, alpha: float, beta: float) -> tuple[float, float]:

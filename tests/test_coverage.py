@@ -13,17 +13,25 @@ import pytest
 
 import study
 from study.measure import sanitize
+from study.core import fp8
 from study.core.contract import validate
 from study.registry import reachable_entries
 from study.core.verify import make_inputs, pitched16
-from tests.helpers import ACCUMULATOR_SHAPE, DISPATCH_K, PADDED_SHAPE, column_major, shifted
+from tests.helpers import (ACCUMULATOR_SHAPE, DISPATCH_K, FP8_ACCUMULATOR_SHAPE, PADDED_SHAPE, column_major,
+                           shifted)
 
 SMS = 132
 
 
 def _plan(impl, a, b, c, out, alpha=2.0, beta=3.0) -> tuple[str, ...]:
-    p = validate(impl.name, impl.dtypes, impl.out_dtypes, a, b, c, alpha, beta, out, allow_cpu=True,
-                 layouts=impl.layouts)
+    scaling = getattr(impl, "scaling", None)
+    if scaling:          # an fp8 GEMM: which entry runs does not depend on the scales' values
+        (M, K), N = a.shape, b.shape[1]
+        p = fp8.validate_scaled(impl.name, scaling, impl.dtypes, impl.out_dtypes, a, b, c, alpha, beta, out,
+                                *fp8.unit_scales(scaling, M, N, K), allow_cpu=True)
+    else:
+        p = validate(impl.name, impl.dtypes, impl.out_dtypes, a, b, c, alpha, beta, out, allow_cpu=True,
+                     layouts=impl.layouts)
     return impl.launch.plan(p, SMS)
 
 
@@ -104,6 +112,9 @@ def suite_entries(impl, calls) -> set[str]:
             seen.update(_plan(impl, *(view(t) for t in (x.a, x.b, x.c, x.out))))
         elif fn == "test_accumulates_in_fp32":
             x = x_of(*ACCUMULATOR_SHAPE)
+            seen.update(_plan(impl, x.a, x.b, None, x.out, beta=0.0))
+        elif fn == "test_fp8_promotion":
+            x = x_of(*FP8_ACCUMULATOR_SHAPE)
             seen.update(_plan(impl, x.a, x.b, None, x.out, beta=0.0))
     return seen
 

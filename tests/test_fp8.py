@@ -37,8 +37,7 @@ def _call(name, M=33, N=45, K=300, **over):
     impl = study.get(name)
     a = torch.zeros(M, K).to(fp8.E4M3)
     b = torch.zeros(N, K).to(fp8.E4M3).t()
-    sa, sb = (fp8.column_major(torch.ones(s)) if len(s) == 2 else torch.ones(s)
-              for s in fp8.scale_shapes(impl.scaling, M, N, K))
+    sa, sb = fp8.unit_scales(impl.scaling, M, N, K)
     args = {**dict(a=a, b=b, scale_a=sa, scale_b=sb), **over}
     return fp8.validate_scaled(name, impl.scaling, impl.dtypes, impl.out_dtypes, args["a"], args["b"], None, 1.0,
                                0.0, None, args["scale_a"], args["scale_b"], allow_cpu=True)

@@ -17,9 +17,10 @@ import study
 from study.core.verify import judge, make_inputs, pitched16, reference, reference_terms, run_and_judge
 from study.core import fp8
 from study.core.contract import DTYPES
-from tests.helpers import (ACCUMULATOR_SHAPE, ALPHA_BETA, DISPATCH_K, PADDED_SHAPE, SHAPES, TRANSPOSED_LAYOUTS,
-                           TRANSPOSED_SHAPES, UNALIGNED_SHAPES, accumulator_inputs, assert_matches_float64,
-                           column_major, fp8_accumulator_inputs, impl_dtypes, scalars, shifted)
+from tests.helpers import (ACCUMULATOR_SHAPE, ALPHA_BETA, DISPATCH_K, FP8_ACCUMULATOR_SHAPE, PADDED_SHAPE, SHAPES,
+                           TRANSPOSED_LAYOUTS, TRANSPOSED_SHAPES, UNALIGNED_SHAPES, accumulator_inputs,
+                           assert_matches_float64, column_major, fp8_accumulator_inputs, impl_dtypes, scalars,
+                           shifted)
 
 pytestmark = pytest.mark.gpu
 
@@ -166,9 +167,6 @@ def test_accumulates_in_fp32(impl_name, dtype):
                         f"{float(want.flatten()[(out != want).flatten().nonzero()[0]])}")
 
 
-FP8_ACCUMULATOR_SHAPE = (37, 45, 16387)
-
-
 @pytest.mark.parametrize("impl_name,dtype", impl_dtypes(dtype_filter=lambda impl, d: d == "fp8e4m3"))
 def test_fp8_promotion(impl_name, dtype):
     """An fp8 "fp32acc" form adds the tensor core's partial sums into fp32 registers: on sums that climb to ~15000
@@ -178,8 +176,7 @@ def test_fp8_promotion(impl_name, dtype):
     impl = study.get(impl_name)
     M, N, K = FP8_ACCUMULATOR_SHAPE
     a, b, exact = fp8_accumulator_inputs("cuda", M, N, K)
-    scales = [torch.ones(shape, device="cuda") for shape in fp8.scale_shapes(impl.scaling, M, N, K)]
-    sa, sb = (fp8.column_major(t) if t.dim() == 2 else t for t in scales)
+    sa, sb = fp8.unit_scales(impl.scaling, M, N, K, "cuda")
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
     impl(a, b, out=out, scale_a=sa, scale_b=sb)
     torch.cuda.synchronize()

@@ -41,6 +41,12 @@ def scale_shapes(scaling: str, M: int, N: int, K: int) -> tuple[tuple[int, ...],
             "block": ((M, blocks(K)), (blocks(K), blocks(N)))}[scaling]
 
 
+def unit_scales(scaling: str, M: int, N: int, K: int, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """scale_a and scale_b of all ones, in the contract's shapes and layouts."""
+    return tuple(column_major(torch.ones(s, device=device)) if len(s) == 2 else torch.ones(s, device=device)
+                 for s in scale_shapes(scaling, M, N, K))
+
+
 def column_major(t: torch.Tensor) -> torch.Tensor:
     """The same 2-D values stored column-major (strides (1, rows))."""
     return t.t().contiguous().t()
@@ -212,4 +218,5 @@ def k_major_16(p: ScaledProblem):
 
 
 __all__ = ["BLOCK", "E4M3", "E4M3_MAX", "SCALINGS", "ScaledProblem", "blocks", "column_major",
-           "dequantize", "k_major_16", "quantize_a", "quantize_b", "scale_shapes", "scales_for", "validate_scaled"]
+           "dequantize", "k_major_16", "quantize_a", "quantize_b", "scale_shapes", "scales_for", "unit_scales",
+           "validate_scaled"]

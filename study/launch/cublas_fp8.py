@@ -80,6 +80,7 @@ def _prepare(p, fast_accum: bool = False):
 
     if direct:
         def run():
+            refresh()            # nothing to do unless K was padded
             mm(out)
         return run
 

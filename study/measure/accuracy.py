@@ -472,9 +472,13 @@ def _fmt(v, spec: str = ".2e") -> str:
     return format(v, spec) if isinstance(v, float) else str(v)
 
 
-def main(argv: list[str] | None = None, render=None) -> int:
-    """The accuracy study; `render(out_dir)`, if given, renders the report afterwards (unless --no-report)."""
+def main(argv: list[str] | None = None, render=None, parts=()) -> int:
+    """The accuracy study; `render(out_dir)`, if given, renders the report afterwards (unless --no-report).
+    `parts`: the studies of other stages run after this one's, each a module with add_arguments(parser) and
+    run(args, impls, device, context, write) (study/accuracy.py names them)."""
     ap = cli.parser("accuracy", __doc__)
+    for part in parts:
+        part.add_arguments(ap)
     ap.add_argument("--quick", action="store_true", help="fewer K and Figure 8 k values, shorter timing budget")
     ap.add_argument("--out", type=Path, default=ROOT / "reports")
     ap.add_argument("--size", type=int, default=1024, help="M = N of the error-vs-K study (default 1024)")
@@ -530,6 +534,9 @@ def main(argv: list[str] | None = None, render=None) -> int:
         write(args.out / "fig8.csv", FIG8_COLUMNS, fig8_rows(fig8_impls(impls, backends), fig8_ks, device, context, budget),
               lambda r: f"fig8 k={r['K']:<5} {r['method']:24s} {r['launch']:9s} {_fmt(r['tflops'], '.1f'):>7s} "
                         f"TFLOP/s relerr {_fmt(r['relerr'])} median {_fmt(r['median_relerr'])}", "Figure 8")
+
+    for part in parts:
+        part.run(args, impls, device, context, write)
 
     for r in raised:
         print(f"  RAISED {r['method']} K={r['K']}: {r['error']}")

@@ -4,7 +4,8 @@
 * L2 and shared-memory bandwidth: study/kernels/bandwidth.cu, 16-byte loads streamed from each level (the
   inner ceilings of the hierarchical roofline).
 * FP32 FMA peak: study/kernels/fma_peak.cu, independent FMA chains on every lane.
-* Tensor-core peaks: the largest cuBLAS GEMM (8192^3) for fp16, bf16, tf32 and fp64, torch._int_mm for int8.
+* Tensor-core peaks: the largest cuBLAS GEMM (8192^3) for fp16, bf16, tf32 and fp64, torch._int_mm for int8, and
+  for fp8 e4m3 the registry's cublas:fp8 (torch._scaled_mm, per-tensor scales, fp32 accumulation, bf16 out).
   A library GEMM reaches ~75-85% of the datasheet rate, so these are "achievable" ceilings.
 """
 from __future__ import annotations
@@ -23,12 +24,14 @@ _H100_PCIE = "NVIDIA H100 Tensor Core GPU datasheet (PCIe; tensor figures halved
 _H200 = "NVIDIA H200 Tensor Core GPU datasheet (SXM; tensor figures halved from the with-sparsity values)"
 DATASHEET = {
     "H100 PCIe": dict(dram_gbps=2000, fp32_fma_tflops=51, tf32_tc_tflops=378, fp16_tc_tflops=756,
-                      bf16_tc_tflops=756, int8_tc_tops=1513, fp64_tc_tflops=51,
+                      bf16_tc_tflops=756, int8_tc_tops=1513, fp8_tc_tflops=1513, fp64_tc_tflops=51,
                       source=_H100_PCIE),
     "H100": dict(dram_gbps=3350, fp32_fma_tflops=67, tf32_tc_tflops=494.5, fp16_tc_tflops=989.5,
-                 bf16_tc_tflops=989.5, int8_tc_tops=1979, fp64_tc_tflops=67, source=_H100_SXM),
+                 bf16_tc_tflops=989.5, int8_tc_tops=1979, fp8_tc_tflops=1979,
+                 fp64_tc_tflops=67, source=_H100_SXM),
     "H200": dict(dram_gbps=4800, fp32_fma_tflops=67, tf32_tc_tflops=494.5, fp16_tc_tflops=989.5,
-                 bf16_tc_tflops=989.5, int8_tc_tops=1979, fp64_tc_tflops=67, source=_H200),
+                 bf16_tc_tflops=989.5, int8_tc_tops=1979, fp8_tc_tflops=1979,
+                 fp64_tc_tflops=67, source=_H200),
 }
 
 
@@ -151,6 +154,21 @@ def gemm_tflops(device, clock, dtype: torch.dtype, n: int = 8192, tf32: bool = F
     return 2 * n**3 / (ms * 1e9), mhz
 
 
+def fp8_tflops(device, clock, n: int = 8192):
+    """cuBLASLt's fp8 e4m3 GEMM at n^3 (registry "cublas:fp8": torch._scaled_mm, per-tensor scales, fp32
+    accumulation, bf16 D), on randn operands quantized to e4m3 (study.core.fp8), the call checked once."""
+    from study import registry
+    from study.core import fp8
+    impl = registry.get("cublas:fp8")
+    g = torch.Generator(device=device).manual_seed(0)
+    a, bt = (torch.randn(n, n, generator=g, device=device) for _ in range(2))
+    qa, sa = fp8.quantize_a(a, "tensor")
+    qb, sb = fp8.quantize_b(bt.t(), "tensor")           # K-major B, as the contract wants
+    run, _ = impl.prepare(qa, qb, scale_a=sa, scale_b=sb)
+    ms, mhz = _timed(run, 20, device, clock)
+    return 2 * n**3 / (ms * 1e9), mhz
+
+
 def tcec_ceiling(device, clock, n: int):
     """Stage 15's own ceiling at n^3: cuBLAS's fp16 GEMM over K = 3n with fp32 output does exactly TCEC's three
     products' multiply-adds, with no split, scaling or promotion.  As TFLOP/s of fp32 work (2 n^3 per call)."""
@@ -183,6 +201,9 @@ def measure(device, clock) -> dict:
         "bf16_tc_tflops": (lambda: gemm_tflops(device, clock, torch.bfloat16), "cuBLAS 8192^3 bf16, median of 20"),
         "int8_tc_tops": (lambda: gemm_tflops(device, clock, torch.int8), "torch._int_mm 8192^3 int8->int32, median of 20"),
         "fp64_tc_tflops": (lambda: gemm_tflops(device, clock, torch.float64), "cuBLAS 8192^3 fp64 (DGEMM), median of 20"),
+        "fp8_tc_tflops": (lambda: fp8_tflops(device, clock),
+                          "cuBLASLt 8192^3 fp8 e4m3 (torch._scaled_mm, per-tensor scales, fp32 accumulation, bf16 "
+                          "out; registry cublas:fp8), median of 20"),
     }
     measured, clocks, method, errors = {}, {}, {}, {}
     for key, (fn, how) in probes.items():

@@ -59,7 +59,7 @@ def positive(x) -> float | None:
 
 
 def dtype_order(dtypes) -> list[str]:
-    pref = ["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+    pref = ["fp32", "tf32", "fp16", "bf16", "fp8e4m3", "int8"]
     return sorted(set(dtypes), key=lambda d: (pref.index(d) if d in pref else len(pref), d))
 
 

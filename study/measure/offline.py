@@ -146,8 +146,6 @@ def _operand(rows: int, cols: int, dtype, col_major: bool, aligned: bool):
 
 def probe(impl, rec: _Recorder) -> dict[str, list[str]]:
     """Call impl's launcher on every probe; return {dtype: unit ids}."""
-    import torch
-
     from study.core import fp8
     from study.core.contract import DTYPES, validate
     from study.registry import ALL_AB
@@ -164,8 +162,7 @@ def probe(impl, rec: _Recorder) -> dict[str, list[str]]:
                 c = _operand(M, N, ot, False, aligned)
                 d = _operand(M, N, ot, False, aligned)
                 if scaling:
-                    sa, sb = (fp8.column_major(torch.ones(s)) if len(s) == 2 else torch.ones(s)
-                              for s in fp8.scale_shapes(scaling, M, N, K))
+                    sa, sb = fp8.unit_scales(scaling, M, N, K)
                     p = fp8.validate_scaled(impl.name, scaling, impl.dtypes, impl.out_dtypes, a, b, c, 2.0,
                                             3.0 if with_c else 0.0, d, sa, sb, allow_cpu=True)
                 else:

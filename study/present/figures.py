@@ -29,6 +29,7 @@ CEILINGS: dict[str, tuple[str, str]] = {
     "fp16_tc_tflops": ("FP16 TC", "#12711c"),
     "bf16_tc_tflops": ("BF16 TC", "#591e71"),
     "int8_tc_tops": ("INT8 TC", "#b8850a"),
+    "fp8_tc_tflops": ("FP8 TC", "#8f2d56"),
     # The mma.sync issue peaks (study/kernels/mma_peak.cu): what the tensor-core stages reach without wgmma.
     "mma_sync_fp16_tflops": ("mma.sync FP16", "#3d8c45"),
     "mma_sync_bf16_tflops": ("mma.sync BF16", "#8a5aa0"),

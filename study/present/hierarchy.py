@@ -34,7 +34,7 @@ KEY = ["impl", "backend", "stage", "dtype", "precision", "M", "N", "K"]
 LEVELS = (("dram", "dram_gbps", "DRAM", "^"), ("l2", "l2_gbps", "L2", "s"), ("smem", "smem_gbps", "shared", "o"))
 LEVEL_COLOURS = {"dram": roofline.DRAM_COLOUR, "l2": "#7b3294", "smem": "#008837"}
 COMPUTE = {"fp32": "fp32_fma_tflops", "fp16": "fp16_tc_tflops", "bf16": "bf16_tc_tflops", "int8": "int8_tc_tops",
-           "uint8": "int8_tc_tops", "fp64": "fp64_tc_tflops"}
+           "uint8": "int8_tc_tops", "fp8e4m3": "fp8_tc_tflops", "fp64": "fp64_tc_tflops"}
 # A claim of "no conflicts" holds when the extra wavefronts are at most this share of all shared wavefronts.
 CONFLICT_FREE = 0.01
 

@@ -99,6 +99,9 @@ FAMILIES: dict[str, Family] = {
                         lambda d: d["dtype"].isin(["fp16", "bf16"]),
                         frozenset({"fp16_tc_tflops", "bf16_tc_tflops", "mma_sync_fp16_tflops",
                                    "mma_sync_bf16_tflops"})),
+    # fp8 e4m3 operands with fp32 scales (per tensor, row or block), D in bf16: twice the fp16 rate, its own roof.
+    "fp8": Family("fp8 e4m3 tensor cores (fp32 scales, bf16 output)", "fp8 e4m3",
+                  lambda d: d["dtype"] == "fp8e4m3", frozenset({"fp8_tc_tflops"})),
     "int8": Family("int8 / uint8 tensor cores (int32 accumulate)", "int8 / uint8",
                    lambda d: d["dtype"].isin(["int8", "uint8"]),
                    frozenset({"int8_tc_tops", "mma_sync_int8_tops"}), unit="TOP/s"),
@@ -169,7 +172,8 @@ STAGE_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", 
                  "triangle-ne", "triangle-sw", "triangle-nw", "triangle-se", "hexagon2")
 # Baselines: stars and a hexagram, which no stage uses.
 BASELINE_SYMBOLS = {"cublas": "star", "cublas:tf32": "star-diamond", "cublas:fp64": "star-square",
-                    "cublas:int8": "star-triangle-up", "triton:tuned": "hexagram"}
+                    "cublas:int8": "star-triangle-up", "triton:tuned": "hexagram", "cublas:fp8": "hourglass",
+                    "cublas:fp8-row": "bowtie", "cublas:fp8-block": "circle-cross", "cublas:fp8-fastacc": "square-x"}
 OTHER_BASELINE_SYMBOL = "star-triangle-down"
 BASELINES = "baselines"          # the legend group of the baseline rows
 GPU_COLOURS = ("#332288", "#cc6677", "#117733", "#aa4499", "#88ccee", "#999933")
@@ -594,8 +598,9 @@ def roofline_figure(df: pd.DataFrame, ceilings: dict | None, family: str, traffi
     fig.update_xaxes(type="log", range=[math.log10(xlim[0]), math.log10(xlim[1])],
                      title_text=titles[ACHIEVED if achieved else "intensity"])
     fig.update_yaxes(type="log", range=[math.log10(ylim[0]), math.log10(ylim[1])], title_text=fam.unit)
-    if not ceils and not any(dram):
-        fig.add_annotation(text="no ceilings measured", xref="paper", yref="paper", x=1, y=1, showarrow=False)
+    if not ceils and (fam.ceilings or not any(dram)):   # a family whose ceiling an older ceilings.json lacks
+        text = "no ceilings measured" if not any(dram) else f"{fam.short} ceiling not yet measured"
+        fig.add_annotation(text=text, xref="paper", yref="paper", x=1, y=1, showarrow=False)
     return _style(fig, f"Roofline: {fam.title}", ROOFLINE_PX)
 
 
@@ -610,7 +615,11 @@ def roofline(df: pd.DataFrame, ceilings: dict | None, family: str, traffic: pd.D
 # The cuBLAS routines a family's rows are measured against (their baseline_impl), by (implementation, precision).
 BASELINE_NAMES = {("cublas", "fp32"): "cuBLAS SGEMM (TF32 off)", ("cublas:tf32", "tf32"): "cuBLAS SGEMM (TF32 on)",
                   ("cublas", "fp16/fp32acc"): "cuBLAS HGEMM", ("cublas", "bf16/fp32acc"): "cuBLAS bf16 GEMM",
-                  ("cublas:fp64", "fp64"): "cuBLAS DGEMM", ("cublas:int8", "int8/int32acc"): "cuBLAS int8 GEMM"}
+                  ("cublas:fp64", "fp64"): "cuBLAS DGEMM", ("cublas:int8", "int8/int32acc"): "cuBLAS int8 GEMM",
+                  ("cublas:fp8", "fp8e4m3-tensor/fp32acc"): "cuBLASLt fp8, per-tensor scales",
+                  ("cublas:fp8-row", "fp8e4m3-row/fp32acc"): "cuBLASLt fp8, row-wise scales",
+                  ("cublas:fp8-block", "fp8e4m3-block/fp32acc"): "cuBLASLt fp8, block scales",
+                  ("cublas:fp8-fastacc", "fp8e4m3-tensor/tcacc"): "cuBLASLt fp8, fast accumulation"}
 
 
 def baseline_name(impl: str, precision: str) -> str:

@@ -1,7 +1,8 @@
-"""The study's two ladders at the reference size: fp32 (the SIMT stages, then fp32 on tensor cores apart)
-and fp16 tensor cores.  Per ladder, a headline sentence, a table (stage | what it adds | CUDA | Triton | Gluon | %
-of cuBLAS, each value with its spread) and a log-scale chart whose steps are in stage order, for the landing page
-(interactive) and the README (a static PNG).
+"""The study's ladders at the reference size: fp32 (the SIMT stages, then fp32 on tensor cores apart), fp16
+tensor cores, and fp8 e4m3, whose one stage's forms (a scaling mode each) are its steps, each against cuBLASLt's
+fp8 GEMM of the same scaling and accumulation.  Per ladder, a headline sentence, a table (stage | what it adds |
+CUDA | Triton | Gluon | % of cuBLAS, each value with its spread) and a log-scale chart whose steps are in stage
+order, for the landing page (interactive) and the README (a static PNG of the stage ladders).
 
 A stage's step is its registered main form, `<backend>:<stage key>` (no variant), so stage 14's intermediate
 forms never follow its final one.  Rows of another precision than the ladder's (split fp32) are kept apart: their own
@@ -26,6 +27,16 @@ SIZE = 4096                  # the study's reference size, where measured
 
 
 @dataclass(frozen=True)
+class Form:
+    """One step of a ladder of one stage's forms: the implementations `<backend>:<stage key><suffix>`, measured
+    against their own cuBLAS entry (the one of the same precision label)."""
+    suffix: str
+    precision: str
+    baseline: str
+    words: str
+
+
+@dataclass(frozen=True)
 class Ladder:
     key: str
     short: str                       # the headline's and the static figure's name of it
@@ -35,15 +46,29 @@ class Ladder:
     apart: tuple[str, ...]           # stages shown apart, at their own precision (fp32 on tensor cores)
     baseline: str                    # the cuBLAS routine of the % column, in the ladder's dtype
     baseline_name: str
+    # A ladder of one stage's forms rather than of stages: that stage's number, and its forms in order, each
+    # against its own baseline (`baseline` is then the first form's).
+    stage: str = ""
+    forms: tuple[Form, ...] = ()
 
 
 # A ladder's line holds every stage whose main form measured its dtype at its precision; the split stages (fp32 on
 # tensor cores, Stage.fp32_products > 1) are kept apart on the fp32 ladder.
 _SPLIT = tuple(s.number for s in STAGES if s.fp32_products > 1)
+# fp8 e4m3 (one stage, its scaling modes): each form against cuBLASLt's fp8 GEMM of the same scaling and
+# accumulation (torch._scaled_mm; the registry's fp8 baselines), at the precision its label names.
+_FP8 = next((s for s in STAGES if s.slug == "fp8"), None)
+FP8_FORMS = (Form("", "fp8e4m3-tensor/fp32acc", "cublas:fp8", "per-tensor scales"),
+             Form("-row", "fp8e4m3-row/fp32acc", "cublas:fp8-row", "row-wise scales"),
+             Form("-block", "fp8e4m3-block/fp32acc", "cublas:fp8-block", "1x128 / 128x128 block scales"),
+             Form("-tcacc", "fp8e4m3-tensor/tcacc", "cublas:fp8-fastacc", "per-tensor scales, no promotion"))
 LADDERS = (
     Ladder("fp32", "fp32", "fp32 ladder", "fp32", "fp32", _SPLIT, "cublas", "cuBLAS SGEMM"),
     Ladder("tensor", "fp16 tensor cores", "Tensor-core ladder (fp16, fp32 accumulation)", "fp16", "fp16/fp32acc", (),
            "cublas", "cuBLAS fp16"),
+    *((Ladder("fp8", "fp8 e4m3 tensor cores", "fp8 e4m3 (bf16 output): each scaling mode against cuBLASLt's",
+              "fp8e4m3", FP8_FORMS[0].precision, (), FP8_FORMS[0].baseline, "cuBLASLt fp8 of the same scaling",
+              _FP8.number, FP8_FORMS),) if _FP8 else ()),
 )
 STAGE = {s.number: s for s in STAGES}
 
@@ -77,8 +102,29 @@ def compact(r: pd.Series) -> str:
     return fmt_num(float(r["tflops"])) + ("" if s is None else " ±<0.1%" if s < 0.05 else f" ±{s:.1f}%")
 
 
+def form_steps(df: pd.DataFrame, ladder: Ladder, n: int) -> list[dict]:
+    """A forms ladder's steps: per form, its row per backend at its precision, and its own baseline's row."""
+    at = _at(df, n)
+    key, out = STAGE[ladder.stage].key, []
+    for f in ladder.forms:
+        rows = {}
+        for b in BACKENDS:
+            r = at[(at["impl"] == f"{b}:{key}{f.suffix}") & (at["dtype"] == ladder.dtype)
+                   & (at["precision"] == f.precision)]
+            if len(r):
+                rows[b] = r.iloc[-1]
+        base = at[(at["impl"] == f.baseline) & (at["dtype"] == ladder.dtype)]
+        if rows or len(base):
+            out.append({"stage": ladder.stage, "apart": False, "rows": rows, "precision": f.precision, "form": f,
+                        "base": base.iloc[-1] if len(base) else None})
+    return out
+
+
 def steps(df: pd.DataFrame, ladder: Ladder, n: int) -> list[dict]:
-    """One step per stage of the ladder (its line, then the stages apart): the main form's row per backend."""
+    """One step per stage of the ladder (its line, then the stages apart): the main form's row per backend; for a
+    ladder of one stage's forms, one step per form (form_steps)."""
+    if ladder.forms:
+        return form_steps(df, ladder, n)
     at = _at(df, n)
     out = []
     on_line = [s.number for s in STAGES if s.number not in _SPLIT]
@@ -104,6 +150,24 @@ def _best(rows: dict) -> tuple[str, pd.Series]:
 
 def _tied_with(rows: dict, best: str) -> list[str]:
     return [BACKENDS[b] for b, r in rows.items() if b != best and spread.tie(r, rows[best])]
+
+
+def form_headline(ladder: Ladder, line: list[dict]) -> str:
+    """A forms ladder's sentence: per form, its fastest backend and that one's share of the form's own baseline,
+    the baseline and the precision named."""
+    parts = []
+    for s in line:
+        f, base = s["form"], s["base"]
+        if not s["rows"]:
+            continue
+        b, r = _best(s["rows"])
+        tied = _tied_with(s["rows"], b)
+        pct = _pct(r, base, f.baseline)
+        parts.append(f"{f.words} ({f.precision}) {fmt_num(r['tflops'])} TFLOP/s ({BACKENDS[b]}"
+                     + (f", tied with {' and '.join(tied)}" if tied else "")
+                     + (f"; {pct:.0f}% of {f.baseline}" + (f" at {fmt_num(base['tflops'])}" if base is not None
+                                                          else "") if pct is not None else "") + ")")
+    return f"{ladder.short}, stage {ladder.stage}: " + "; ".join(parts) + "." if parts else ""
 
 
 def headline(ladder: Ladder, line: list[dict], base: pd.Series | None, sgemm: pd.Series | None) -> str:
@@ -151,15 +215,21 @@ def table(df: pd.DataFrame, max_clock=None, charts: bool = True) -> list[dict]:
                 cells[b] = None if r is None else {
                     "text": compact(r), "title": f"{r['impl']}: {spread.fmt_measure(r, max_clock, 'TFLOP/s')}",
                     "limited": spread.power_limited(r, max_clock)}
-            pcts = [(b, _pct(s["rows"][b], base if not s["apart"] else sgemm, ladder.baseline)
-                     if b in s["rows"] else None) for b in BACKENDS]
-            rows.append({"stage": s["stage"], "rows": s["rows"], "adds": STAGE[s["stage"]].title, "about": STAGE[s["stage"]].summary,
+            form = s.get("form")
+            against, routine = ((s["base"], form.baseline) if form else
+                                (base if not s["apart"] else sgemm, ladder.baseline))
+            pcts = [(b, _pct(s["rows"][b], against, routine) if b in s["rows"] else None) for b in BACKENDS]
+            adds = (f"{form.words}: {form.precision}, against {form.baseline}" if form else STAGE[s["stage"]].title)
+            rows.append({"stage": s["stage"], "rows": s["rows"], "adds": adds, "about": STAGE[s["stage"]].summary,
                          "apart": s["apart"], "precision": s["precision"], "cells": cells,
                          "pct": " / ".join("–" if p is None else f"{p:.0f}" for _, p in pcts),
-                         "pct_of": " / ".join(BACKENDS.values())})
+                         "pct_of": " / ".join(BACKENDS.values()) + (f" of {routine}" if form else "")})
+        bases = [s["base"] for s in line if s.get("base") is not None]
         out.append({"key": ladder.key, "title": ladder.title, "size": n, "rows": rows,
-                    "headline": headline(ladder, line, base, sgemm),
-                    "baseline": (f"{ladder.baseline_name} {spread.fmt_measure(base, max_clock, 'TFLOP/s')}"
+                    "headline": form_headline(ladder, line) if ladder.forms else headline(ladder, line, base, sgemm),
+                    "baseline": ("; ".join(f"{r['impl']} {spread.fmt_measure(r, max_clock, 'TFLOP/s')}"
+                                           for r in bases) or ladder.baseline_name) if ladder.forms else
+                                (f"{ladder.baseline_name} {spread.fmt_measure(base, max_clock, 'TFLOP/s')}"
                                  if base is not None else ladder.baseline_name),
                     "baseline_name": ladder.baseline_name,
                     "chart": chart_html(df, ladder, n, max_clock) if charts else None})
@@ -172,6 +242,14 @@ def _label(stage: str, apart: bool, precision: str, slug: bool = True) -> str:
     return stage + (f" {STAGE[stage].slug}" if slug else "") + (f" ({precision})" if apart else "")
 
 
+def _step_label(s: dict, slug: bool = True) -> str:
+    """A step's x label: its stage (_label), or for a form its stage and its precision label past the dtype
+    ("tensor/fp32acc")."""
+    if s.get("form"):
+        return f"{s['stage']} {s['precision'].split('-', 1)[-1]}"
+    return _label(s["stage"], s["apart"], s["precision"], slug=slug)
+
+
 def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure | None:
     """TFLOP/s on a log axis, a line per backend through the ladder's steps in stage order, p20-p80 whiskers,
     the stages apart as stars off the line, and the baseline as a horizontal line."""
@@ -179,7 +257,7 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
     if not line:
         return None
     fig = go.Figure()
-    labels = [_label(s["stage"], s["apart"], s["precision"], slug=False) for s in line]
+    labels = [_step_label(s, slug=False) for s in line]
     lows, highs = [], []
     for b, name in BACKENDS.items():
         for apart in (False, True):
@@ -201,7 +279,17 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
                              arrayminus=[v - lo for (lo, _), v in zip(ranges, y)], thickness=1, width=3),
                 customdata=interactive.customdata_of(pd.DataFrame([{**r, "max_clock": max_clock} for _, r in pts])),
                 hovertemplate=interactive.hovertemplate()))
-    base = baseline_row(df, ladder, n)
+    base = None if ladder.forms else baseline_row(df, ladder, n)
+    bases = [(lab, s["base"]) for lab, s in zip(labels, line) if s.get("base") is not None]
+    if bases:           # a forms ladder: each form's own baseline, a marker at its form
+        y = [float(r["tflops"]) for _, r in bases]
+        lows += y
+        highs += y
+        fig.add_trace(go.Scatter(
+            x=[lab for lab, _ in bases], y=y, mode="markers", name="cuBLASLt, the form's own mode",
+            marker=dict(color=interactive.backend_colour("cublas"), size=10, symbol="star"),
+            customdata=interactive.customdata_of(pd.DataFrame([{**r, "max_clock": max_clock} for _, r in bases])),
+            hovertemplate=interactive.hovertemplate()))
     if base is not None:
         highs.append(float(base["tflops"]))
         fig.add_hline(y=float(base["tflops"]), line=dict(color=interactive.backend_colour("cublas"), dash="dash",
@@ -230,9 +318,10 @@ def png(df: pd.DataFrame, path: Path) -> Path | None:
     n = reference_size(df)
     if n is None:
         return None
+    ladders = [x for x in LADDERS if not x.forms]        # the stage ladders; a stage's forms are on its page
     fig = Figure(figsize=(11, 3.8))
-    axes = fig.subplots(1, len(LADDERS), gridspec_kw={"width_ratios": [len(steps(df, x, n)) + 1 for x in LADDERS]})
-    for ax, ladder in zip(np.atleast_1d(axes), LADDERS):
+    axes = fig.subplots(1, len(ladders), gridspec_kw={"width_ratios": [len(steps(df, x, n)) + 1 for x in ladders]})
+    for ax, ladder in zip(np.atleast_1d(axes), ladders):
         line = steps(df, ladder, n)
         labels = [_label(s["stage"], s["apart"], s["precision"]).replace(" (", "\n(") for s in line]
         for b, name in BACKENDS.items():

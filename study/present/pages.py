@@ -4,7 +4,13 @@ A stage page module gives `section(df, ceilings, report_dir)`: its data for the 
 to show; the TEMPLATE (in templates/) that renders it, with the data as `section.data`; its page (ID.html) and NAV;
 the data FILES it links to; and `findings(df, report_dir, n)`: its findings for the front page, as (topic,
 text, chart family) at n^3.  The report iterates STAGE_PAGES, so it never names a stage itself.
+
+A stage whose own page (stage-NN.html, study/present/stage_pages.py) carries a part of its own is in STAGE_EXTRAS:
+its module gives NUMBER (the stage's), FILES (the data files it reads, linked from the report) and
+`extra(report_dir)`: {"id", "title", "html", "caption", "file"}, the part's figure (html, None while its file is
+not there) and the words under it.
 """
-from study.present import tcec
+from study.present import fp8, tcec
 
 STAGE_PAGES = (tcec,)
+STAGE_EXTRAS = (fp8,)

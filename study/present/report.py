@@ -21,7 +21,7 @@ from study.measure.frame import call_key, load_json, load_results
 from study.present import interactive, ladder, spread
 from study.present.findings import findings, ptx_facts
 from study.present.formatting import fmt_num
-from study.present.pages import STAGE_PAGES
+from study.present.pages import STAGE_EXTRAS, STAGE_PAGES
 from study.present.sections import PAGES, Context
 from study.core.stages import STAGES
 from study.present.stage_pages import page_name, render_stage_pages
@@ -89,7 +89,8 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
     jenv = _env()
     ctx = Context(report_dir, df, fresh_rows(df, stale), env, ceilings, stale, ptx_facts(report_dir),
                   implausible=audit.implausible_calls(report_dir))
-    ctx.stage_nav = render_stage_pages(report_dir, df, env=jenv, stale=stale) if len(df) else []
+    extras = {m.NUMBER: m.extra(report_dir) for m in STAGE_EXTRAS}
+    ctx.stage_nav = render_stage_pages(report_dir, df, env=jenv, stale=stale, extras=extras) if len(df) else []
     pages = _pages(ctx, df)
     gpu = _gpu(df, env, ceilings)
     failed = df[~df["passed"]]
@@ -107,7 +108,7 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
         pages=pages, stage_nav=ctx.stage_nav,
         protocol=spread.protocol(df["reps"] if len(df) else [], (env or {}).get("sm_clock_max_mhz")),
         links=[n for n in ("results.csv", "environment.json", "ceilings.json",
-                           *(f for page in STAGE_PAGES for f in page.FILES), "profile.csv")
+                           *(f for page in (*STAGE_PAGES, *STAGE_EXTRAS) for f in page.FILES), "profile.csv")
                if (report_dir / n).exists()])
     if len(df):
         (report_dir / interactive.PLOTLY_JS).unlink(missing_ok=True)     # the tree's one copy is in the parent

@@ -207,14 +207,16 @@ def _environment() -> jinja2.Environment:
 
 def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Environment | None = None,
                        stale: set = frozenset(), reports_root: Path | None = None,
-                       only: tuple[str, ...] | None = None) -> list[dict]:
+                       only: tuple[str, ...] | None = None, extras: dict | None = None) -> list[dict]:
     """Write report_dir/stage-NN.html for every stage of STAGES; return [{number, title, href}] for the index.
 
     df: the results (study.measure.frame.load_results(report_dir / "results.csv")[0]).  env: a jinja2
     Environment whose loader finds templates/stage.html.j2 (default: one like the report's).  stale: the keys of
     rows measured on code that has changed since (study.present.report.stale_keys), marked in each page's table.
     reports_root: where the tree's one plotly.min.js lies (default: the folder above, as for the GPU's pages).
-    only: the numbers of the stages whose pages to write (default: every stage's); the navigation names all."""
+    only: the numbers of the stages whose pages to write (default: every stage's); the navigation names all.
+    extras: stage number -> a part of that stage's own (study/present/pages.py, STAGE_EXTRAS), shown after the
+    ladder of forms."""
     report_dir = Path(report_dir)
     template = (env or _environment()).get_template("stage.html.j2")
     evidence, ptx = repo_file(report_dir, "gpu-evidence.json"), repo_file(report_dir, "ptx.json")
@@ -239,7 +241,7 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
         html = template.render(
             stage=s, nav=nav, prev=nav[i - 1] if i else None, next=nav[i + 1] if i + 1 < len(nav) else None,
             before=before, header=header(cuda) if cuda.exists() else None, forms=forms(s, before), step=step,
-            ladder=ladder, adds=form_diffs.steps(s, {b: form_path(s, b) for b in BACKENDS}), plotly_js=plotly_js,
+            ladder=ladder, extra=(extras or {}).get(s.number), adds=form_diffs.steps(s, {b: form_path(s, b) for b in BACKENDS}), plotly_js=plotly_js,
             notes=[(BACKENDS.get(b, b), text) for b, text in s.notes.items()],
             rows=rows, protocol=spread.protocol([r["reps"] for r in rows], max_clock), counters=counters(report_dir, s),
             sanitizer=sanitizer(evidence, df, s), emitted=emitted(ptx, evidence, s), ptx_found=ptx is not None,

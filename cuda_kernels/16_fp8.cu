@@ -1,0 +1,330 @@
+// Stage 16 - fp8: e4m3 inputs on Hopper's fp8 wgmma, fp32 promotion every 128 k, scaled, bf16 out.
+//
+// Technique:   wgmma.mma_async m64nNk32 .e4m3.e4m3 -> f32 (fp8_wgmma.cuh), both operands K-major (A: M x K, B as
+//              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
+//              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
+//              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN.
+//              Promotion (fp8_tensor, fp8_row, fp8_block): each chunk's 4 wgmmas start a fresh partial sum; after
+//              wgmma.wait the consumer adds it into an fp32 sum (block: times sa[m,kb] * sb[kb,nb], read before
+//              the wait), while the other consumer's wgmmas keep the tensor core busy.  fp8_tcacc: the whole K in
+//              the wgmma accumulator (128x256 tiles), scales once in the epilogue.  Epilogue: alpha * scale *
+//              acc (+ beta * C) in fp32, one RN rounding to bf16, stored from registers.
+// Reproduces:  no seed covers fp8.  Anchors: DeepGEMM's README and the DeepSeek-V3 report (promotion of the
+//              tensor core's partial sums into fp32 every 128 k; 128x128 block scales), triton-lang/triton PR
+//              #5461 (Triton's persistent TMA fp8 matmul).
+// Changed:     against stage 14: e4m3 operands, k32 wgmmas, B K-major, 128-deep k-tiles; a second fp32 sum per
+//              consumer (promotion), scales, bf16 out from registers at any alignment (no TMA store).
+// Why faster:  (a prediction: nothing here has run on a GPU) fp8 wgmma doubles fp16's rate per byte of operand;
+//              a 128x192 tile (partial and sum: 192 registers a thread) moves 17% fewer operand bytes per output
+//              than 128x128, and the promotion's FADDs/FFMAs of one consumer overlap the other's wgmmas.
+// Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); stores are masked; a cluster's
+//              tile wholly past M computes zeros and stores nothing.
+// Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.
+//              k_major_16); C and D any: 4-byte bf16 pair accesses only where the launcher says the call allows.
+// Range:       any M, N, K >= 1; beta == 0 never reads C.
+#include <cuda.h>   // CUtensorMap
+#include <cuda_bf16.h>
+
+#include <type_traits>
+
+#include "async_copy.cuh"
+#include "fp8_wgmma.cuh"
+#include "gemm_common.cuh"
+#include "tma.cuh"
+
+namespace {
+
+constexpr int BK = 128, GROUP_M = 16;   // BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8
+enum Mode { TENSOR, ROW, BLOCK, TCACC };   // TCACC: per-tensor scales, no promotion
+
+// A kernel's shape: 128 x `bn` tiles (two consumer warpgroups of 64 x bn), a ring of `stages` slots, clusters
+// of `cluster` blocks along M multicasting B (each copies bn / cluster rows of Bt).
+struct Shape {
+    int bn = 192;
+    int stages = 5;
+    int cluster = 1;
+};
+
+template <const Shape& S, Mode MODE_>
+struct Cfg {
+    static constexpr Mode MODE = MODE_;
+    static constexpr bool PROMOTE = MODE != TCACC;
+    static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, CONSUMERS = 2;
+    static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out");
+    static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
+    static constexpr int BM = 64 * CONSUMERS, ACC = BN / 2;   // ACC: fp32 registers a thread per 64 x BN
+    static_assert(PROMOTE ? 2 * ACC <= 192 : ACC <= 128, "a consumer's 232 registers: the sum, the partial");
+    static constexpr int THREADS = 128 * (CONSUMERS + 1);
+    static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, SLOT_BYTES = A_BYTES + B_BYTES;
+    static_assert((BN / CLUSTER) % 8 == 0, "a block's share of Bt (BN / CLUSTER rows): whole swizzle atoms");
+    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + 1024 + 2 * STAGES * 8;   // + 1024: the alignment
+    static_assert(SMEM_BYTES <= 227 * 1024, "an SM's shared memory");
+    static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+    static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168, "the register pool");
+};
+
+// Both operands K-major, 128-byte swizzle: rows 128 bytes apart, 8-row groups 1024 (the stride offset).
+constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);
+
+// The block's tiles in units of a cluster's CLUSTER x 1, GROUP_M-grouped; block `rank` takes tile-row
+// tmc * CLUSTER + rank.  next(): the next tile from blockIdx's cluster on, a grid's clusters apart.  32-bit
+// counts: the launcher refuses a call of 2^31 tiles or more.
+template <class C>
+struct Work {
+    int tiles_mc, tiles_n, tiles, t, stride, k_tiles, rank;
+    __device__ Work(int M, int N, int K) {
+        tiles_mc = ((M - 1) / C::BM + C::CLUSTER) / C::CLUSTER;
+        tiles_n = (N - 1) / C::BN + 1;
+        tiles = tiles_mc * tiles_n;
+        t = blockIdx.x / C::CLUSTER;
+        stride = gridDim.x / C::CLUSTER;
+        k_tiles = (K - 1) / BK + 1;
+        rank = blockIdx.x % C::CLUSTER;
+    }
+    __device__ bool next(int& m0, int& n0) {
+        if (t >= tiles) return false;
+        int tmc, tn;
+        tile_of<GROUP_M / C::CLUSTER>(t, tiles_mc, tiles_n, tmc, tn);
+        m0 = (tmc * C::CLUSTER + rank) * C::BM;
+        n0 = tn * C::BN;
+        t += stride;
+        return true;
+    }
+};
+
+// A consumer's 64 x BN tile of D: lane 4g + t of warp w holds rows 16w + g (+ 8 for h = 1), columns 8j + 2t and
+// + 1 in acc[4j + 2h], acc[4j + 2h + 1].  v = acc * fr[h] (* sb[col] with COLS) (+ beta * C), to bf16 RN.
+// PAIRS: C, D, ldc and ldd allow 4-byte accesses to a column pair (col is even).
+template <bool PAIRS, bool HAS_C, bool COLS, int ACC>
+__device__ __forceinline__ void store_tile(const float (&acc)[ACC], const float (&fr)[2], const float* __restrict__ sb,
+                                           int row0, int col0, int lane, int M, int N, float beta,
+                                           const __nv_bfloat16* __restrict__ Cm, idx_t ldc,
+                                           __nv_bfloat16* __restrict__ D, idx_t ldd) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const idx_t row = row0 + (lane >> 2) + 8 * h;
+        if (row >= M) continue;
+#pragma unroll
+        for (int j = 0; j < ACC / 4; ++j) {
+            const int col = col0 + 8 * j + 2 * (lane & 3);
+            if (col >= N) continue;
+            const bool two = col + 1 < N;
+            float v0 = acc[4 * j + 2 * h] * fr[h], v1 = acc[4 * j + 2 * h + 1] * fr[h];
+            if (COLS) {
+                v0 *= sb[col];
+                if (two) v1 *= sb[col + 1];
+            }
+            if (HAS_C) {
+                const __nv_bfloat16* c = Cm + row * ldc + col;
+                if (PAIRS && two) {
+                    const float2 cv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(c));
+                    v0 = fmaf(beta, cv.x, v0);
+                    v1 = fmaf(beta, cv.y, v1);
+                } else {
+                    v0 = fmaf(beta, __bfloat162float(c[0]), v0);
+                    if (two) v1 = fmaf(beta, __bfloat162float(c[1]), v1);
+                }
+            }
+            __nv_bfloat16* d = D + row * ldd + col;
+            if (PAIRS && two) {
+                *reinterpret_cast<__nv_bfloat162*>(d) = __floats2bfloat162_rn(v0, v1);
+            } else {
+                d[0] = __float2bfloat16_rn(v0);
+                if (two) d[1] = __float2bfloat16_rn(v1);
+            }
+        }
+    }
+}
+
+template <class C>
+__device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
+                                         double alpha_, double beta_, const float* __restrict__ sa,
+                                         const float* __restrict__ sb, const __nv_bfloat16* __restrict__ Cm, idx_t ldc,
+                                         __nv_bfloat16* __restrict__ D, idx_t ldd, int pairs) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES);
+    uint64_t* empty = full + C::STAGES;
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        for (int s = 0; s < C::STAGES; ++s) {
+            async_copy::mbar_init(&full[s], 1);                                 // the producer's expect_tx
+            async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);   // a lane of each consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (C::CLUSTER > 1) tma::cluster_sync();
+    else __syncthreads();
+
+    if (tid < 128) {   // the producer warpgroup: thread 0 copies k-tile after k-tile as slots free up
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
+        if (tid == 0) {
+            Work<C> w(M, N, K);
+            uint32_t s = 0, phase = 0;
+            int m0, n0;
+            while (w.next(m0, n0)) {
+                for (int kt = 0; kt < w.k_tiles; ++kt) {
+                    async_copy::mbar_wait(&empty[s], phase ^ 1);   // a fresh barrier's parity-1 phase: complete
+                    const uint32_t slot = ring + s * C::SLOT_BYTES, b = slot + C::A_BYTES;
+                    tma::expect_tx(&full[s], C::SLOT_BYTES);
+                    tma::load_2d(slot, map_a, kt * BK, m0, &full[s]);
+                    if constexpr (C::CLUSTER > 1)
+                        tma::load_2d_multicast(b + w.rank * (C::BN / C::CLUSTER) * BK, map_b, kt * BK,
+                                               n0 + w.rank * (C::BN / C::CLUSTER), &full[s], (1 << C::CLUSTER) - 1);
+                    else
+                        tma::load_2d(b, map_b, kt * BK, n0, &full[s]);
+                    if (++s == C::STAGES) s = 0, phase ^= 1;
+                }
+            }
+        }
+        __syncwarp();
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
+        const int ctid = tid - 128, warp = (ctid >> 5) & 3, lane = tid & 31;
+        const float alpha = (float)alpha_, beta = (float)beta_;
+        const float tensor_scale = C::MODE == TENSOR || C::MODE == TCACC ? alpha * sa[0] * sb[0] : alpha;
+        auto consume = [&](auto wg) {   // consumer warpgroup c, instantiated per c (its offsets fold)
+            constexpr int c = decltype(wg)::value;
+            const uint32_t desc_a = wgmma::desc_lo(ring + c * 64 * BK, 16);
+            const uint32_t desc_b = wgmma::desc_lo(ring + C::A_BYTES, 16);
+            auto release = [&](uint32_t s) {   // this warp's wgmmas on slot s are done: one arrival per block
+                if (C::CLUSTER > 1) {
+                    if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
+                } else if (lane == 0) {
+                    async_copy::mbar_arrive(&empty[s]);
+                }
+            };
+            auto chunk = [&](float (&d)[C::ACC], uint32_t off, int first) {   // a k-tile's 4 k32 steps
+                wgmma::fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 32; ++kk)   // 32 bytes along the rows of A and Bt
+                    wgmma::mma_e4m3<C::BN>(d, wgmma::desc(desc_a + off + 2 * kk, DESC_HI),
+                                           wgmma::desc(desc_b + off + 2 * kk, DESC_HI), first | kk);
+                wgmma::commit();
+            };
+            Work<C> w(M, N, K);
+            [[maybe_unused]] const int NB = (N - 1) / 128 + 1;
+            uint32_t s = 0, phase = 0;   // the slot computed next, and its full barrier's parity
+            int m0, n0;
+            while (w.next(m0, n0)) {
+                const int row0 = m0 + 64 * c + 16 * warp;   // this warp's first row
+                float acc[C::ACC];
+                if constexpr (C::PROMOTE) {
+                    float part[C::ACC];
+#pragma unroll
+                    for (int i = 0; i < C::ACC; ++i) acc[i] = 0.f;
+                    // BLOCK: the tile's n-blocks (at most two: BN <= 256 and n0 a multiple of 64), from column
+                    // `bound` on the second; the rows this thread holds, clamped into A.
+                    [[maybe_unused]] const int nb0 = n0 / 128, nb1 = min(nb0 + 1, NB - 1), bound = (nb0 + 1) * 128 - n0;
+                    [[maybe_unused]] const idx_t ra0 = min(row0 + (lane >> 2), M - 1);
+                    [[maybe_unused]] const idx_t ra1 = min(row0 + (lane >> 2) + 8, M - 1);
+                    for (int kt = 0; kt < w.k_tiles; ++kt) {
+                        async_copy::mbar_wait(&full[s], phase);
+                        chunk(part, s * (C::SLOT_BYTES >> 4), 0);
+                        [[maybe_unused]] float s0, s1, a0, a1;
+                        if constexpr (C::MODE == BLOCK) {   // BLOCK: the chunk's scales, loaded while the wgmmas run
+                            s0 = sb[(idx_t)nb0 * w.k_tiles + kt];
+                            s1 = 128 % C::BN == 0 ? s0 : sb[(idx_t)nb1 * w.k_tiles + kt];
+                            a0 = sa[(idx_t)kt * M + ra0];
+                            a1 = sa[(idx_t)kt * M + ra1];
+                        }
+                        wgmma::wait<0>();
+                        wgmma::hold(part);
+                        release(s);
+                        if (++s == C::STAGES) s = 0, phase ^= 1;
+                        [[maybe_unused]] float f[2][C::BN / 64];   // BLOCK: the scale of rows h, 64-column group g
+                        if constexpr (C::MODE == BLOCK) {
+#pragma unroll
+                            for (int g = 0; g < C::BN / 64; ++g) {
+                                const float sg = 64 * g < bound ? s0 : s1;
+                                f[0][g] = a0 * sg;
+                                f[1][g] = a1 * sg;
+                            }
+                        }
+#pragma unroll
+                        for (int i = 0; i < C::ACC; ++i) {   // promotion: the chunk's partial into the fp32 sum
+                            if constexpr (C::MODE == BLOCK) acc[i] = fmaf(part[i], f[(i >> 1) & 1][i / 32], acc[i]);
+                            else acc[i] += part[i];
+                        }
+                    }
+                } else {   // TCACC: one accumulator over all of K; a slot is released once the next one's run
+                    uint32_t prev = 0;
+                    for (int kt = 0; kt < w.k_tiles; ++kt) {
+                        async_copy::mbar_wait(&full[s], phase);
+                        chunk(acc, s * (C::SLOT_BYTES >> 4), kt);
+                        wgmma::wait<1>();
+                        wgmma::hold(acc);
+                        if (kt > 0) release(prev);
+                        prev = s;
+                        if (++s == C::STAGES) s = 0, phase ^= 1;
+                    }
+                    wgmma::wait<0>();
+                    wgmma::hold(acc);
+                    release(prev);
+                }
+                // A warp vote (warp-uniform to nvcc, which keeps the loop's state uniform): rows past M store nothing.
+                if (__all_sync(~0u, row0 >= M)) continue;
+                float fr[2] = {tensor_scale, tensor_scale};
+                if constexpr (C::MODE == ROW) {
+                    fr[0] = alpha * sa[min(row0 + (lane >> 2), M - 1)];
+                    fr[1] = alpha * sa[min(row0 + (lane >> 2) + 8, M - 1)];
+                }
+                constexpr bool COLS = C::MODE == ROW;
+                auto store = [&](auto pair, auto has_c) {
+                    store_tile<decltype(pair)::value, decltype(has_c)::value, COLS>(acc, fr, sb, row0, n0, lane, M, N,
+                                                                                    beta, Cm, ldc, D, ldd);
+                };
+                using yes = std::true_type;
+                using no = std::false_type;
+                if (pairs) {
+                    if (beta != 0.f) store(yes{}, yes{});
+                    else store(yes{}, no{});
+                } else {
+                    if (beta != 0.f) store(no{}, yes{});
+                    else store(no{}, no{});
+                }
+            }
+        };
+        if (ctid < 128) consume(std::integral_constant<int, 0>{});
+        else consume(std::integral_constant<int, 1>{});
+    }
+    // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
+    if (C::CLUSTER > 1) tma::cluster_sync();
+}
+
+}  // namespace
+
+// grid (blocks, 1, 1): persistent, at most one block an SM; ATTR: __cluster_dims__ for clusters.  sa, sb: the
+// scales (study.core.fp8's layouts); pairs != 0: C, D, ldc and ldd allow 4-byte accesses.
+#define FP8_ENTRY(NAME, SHAPE, MODE, ATTR)                                                                    \
+    using NAME##_cfg = Cfg<SHAPE, MODE>;                                                                     \
+    extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) ATTR                                \
+    NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
+         int K, double alpha, double beta, const float* __restrict__ sa, const float* __restrict__ sb,       \
+         const __nv_bfloat16* __restrict__ C, idx_t ldc, __nv_bfloat16* __restrict__ D, idx_t ldd, int pairs) { \
+        gemm_fp8<NAME##_cfg>(map_a, map_b, M, N, K, alpha, beta, sa, sb, C, ldc, D, ldd, pairs);              \
+    }                                                                                                        \
+    STUDY_ENTRY_FACTS(NAME, NAME##_cfg::BM, NAME##_cfg::BN, NAME##_cfg::THREADS, NAME##_cfg::SMEM_BYTES)
+#define PAIRS_OF_2 __cluster_dims__(2, 1, 1)
+
+// Promoted: 128x192 tiles (each consumer 64x192: a partial and a sum, 96 registers each), 5 slots of 40 KiB.
+constexpr Shape PROMOTED{.bn = 192, .stages = 5, .cluster = 1};
+FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
+FP8_ENTRY(fp8_row, PROMOTED, ROW, )
+FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )
+// Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB.
+constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1};
+FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, )
+
+#ifdef FP8_EXPLORE
+// The earlier design's 128x128 tiles, 6 slots of 32 KiB.
+constexpr Shape SQUARE{.bn = 128, .stages = 6, .cluster = 1};
+FP8_ENTRY(x16_tensor_n128, SQUARE, TENSOR, )
+FP8_ENTRY(x16_block_n128, SQUARE, BLOCK, )
+// 128x192 in clusters of 2 along M, each block copying half of Bt's box and multicasting it.
+constexpr Shape PROMOTED_PAIRS{.bn = 192, .stages = 5, .cluster = 2};
+FP8_ENTRY(x16_tensor_c2, PROMOTED_PAIRS, TENSOR, PAIRS_OF_2)
+FP8_ENTRY(x16_block_c2, PROMOTED_PAIRS, BLOCK, PAIRS_OF_2)
+constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2};
+FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
+#endif
