@@ -4,23 +4,33 @@
 //              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
 //              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
 //              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN.
-//              Promotion (fp8_tensor, fp8_row, fp8_block): each chunk's 4 wgmmas start a fresh partial sum; after
-//              wgmma.wait the consumer adds it into an fp32 sum (block: times sa[m,kb] * sb[kb,nb], read before
-//              the wait), while the other consumer's wgmmas keep the tensor core busy.  fp8_tcacc: the whole K in
-//              the wgmma accumulator (128x256 tiles), scales once in the epilogue.  Epilogue: alpha * scale *
-//              acc (+ beta * C) in fp32, one RN rounding to bf16, stored from registers.
-// Reproduces:  no seed covers fp8.  Anchors: DeepGEMM's README and the DeepSeek-V3 report (promotion of the
-//              tensor core's partial sums into fp32 every 128 k; 128x128 block scales), triton-lang/triton PR
-//              #5461 (Triton's persistent TMA fp8 matmul).
+//              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots): each chunk's 4 wgmmas start a
+//              fresh partial sum; after wgmma.wait the consumer releases the slot and adds the partial into an
+//              fp32 sum (block: times sa[m,kb] * sb[kb,nb], loaded a chunk ahead), while the other consumer's
+//              wgmmas keep the tensor core busy.  fp8_tcacc: the whole K in the wgmma accumulator (128x256
+//              tiles, 4 slots), scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
+//              one RN rounding to bf16; D leaves by stmatrix into 128-byte-swizzled 64x64 pieces (two buffers a
+//              consumer) and TMA stores when D is 16-byte aligned in start and pitch (and C allows 4-byte pairs),
+//              else from registers.
+// Reproduces:  no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors: DeepGEMM's
+//              README and the DeepSeek-V3 report (promotion of the tensor core's partial sums into fp32 every 128 k;
+//              128x128 block scales), triton-lang/triton PR #5461 (Triton's persistent TMA fp8 matmul).
 // Changed:     against stage 14: e4m3 operands, k32 wgmmas, B K-major, 128-deep k-tiles; a second fp32 sum per
-//              consumer (promotion), scales, bf16 out from registers at any alignment (no TMA store).
-// Why faster:  (a prediction: nothing here has run on a GPU) fp8 wgmma doubles fp16's rate per byte of operand;
-//              a 128x192 tile (partial and sum: 192 registers a thread) moves 17% fewer operand bytes per output
-//              than 128x128, and the promotion's FADDs/FFMAs of one consumer overlap the other's wgmmas.
-// Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); stores are masked; a cluster's
-//              tile wholly past M computes zeros and stores nothing.
+//              consumer (promotion), scales; stage 14's TMA-store epilogue for aligned D, register stores at any
+//              other alignment (the launcher's `store`, per call).
+// Why faster:  (a prediction: nothing here has run on a GPU) fp8 wgmma doubles fp16's rate per byte of operand,
+//              so a tile's mainloop is half as long against the same epilogue: the TMA-store epilogue (per 64x64
+//              piece, 4 stmatrix a warp and one TMA store, against 32 scattered 4-byte stores a thread) gives the
+//              tensor core back sooner, as it did for stage 14.  128x128 promoted tiles (a partial and a sum, 64
+//              registers each) leave room for 6 slots beside the D buffers and waste less of the last wave than
+//              128x192 at 4096^3 (1024 tiles: 7.8 waves of 132, against 704: 5.3); the promotion's FADDs of one
+//              consumer overlap the other's wgmmas; block scales loaded a chunk ahead keep an L2 load's latency,
+//              longer than a chunk's wgmmas, out of the promotion.
+// Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
+//              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.
-//              k_major_16); C and D any: 4-byte bf16 pair accesses only where the launcher says the call allows.
+//              k_major_16); C and D any: TMA stores for 16-byte aligned D, 4-byte bf16 pair accesses only where
+//              the launcher says the call allows, else bf16 by bf16.
 // Range:       any M, N, K >= 1; beta == 0 never reads C.
 #include <cuda.h>   // CUtensorMap
 #include <cuda_bf16.h>
@@ -38,26 +48,32 @@ constexpr int BK = 128, GROUP_M = 16;   // BK: a k-tile, a promotion chunk and o
 enum Mode { TENSOR, ROW, BLOCK, TCACC };   // TCACC: per-tensor scales, no promotion
 
 // A kernel's shape: 128 x `bn` tiles (two consumer warpgroups of 64 x bn), a ring of `stages` slots, clusters
-// of `cluster` blocks along M multicasting B (each copies bn / cluster rows of Bt).
+// of `cluster` blocks along M multicasting B (each copies bn / cluster rows of Bt), `bufs` 64x64 bf16 buffers a
+// consumer for the TMA-store epilogue (2: a piece is written while the one before is still being stored).
 struct Shape {
-    int bn = 192;
-    int stages = 5;
+    int bn = 128;
+    int stages = 6;
     int cluster = 1;
+    int bufs = 2;
 };
 
 template <const Shape& S, Mode MODE_>
 struct Cfg {
     static constexpr Mode MODE = MODE_;
     static constexpr bool PROMOTE = MODE != TCACC;
-    static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, CONSUMERS = 2;
-    static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out");
+    static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, BUFS = S.bufs, CONSUMERS = 2;
+    static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
     static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
+    static_assert(BUFS == 1 || BUFS == 2, "a consumer's D buffers");
     static constexpr int BM = 64 * CONSUMERS, ACC = BN / 2;   // ACC: fp32 registers a thread per 64 x BN
     static_assert(PROMOTE ? 2 * ACC <= 192 : ACC <= 128, "a consumer's 232 registers: the sum, the partial");
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
     static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, SLOT_BYTES = A_BYTES + B_BYTES;
     static_assert((BN / CLUSTER) % 8 == 0, "a block's share of Bt (BN / CLUSTER rows): whole swizzle atoms");
-    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + 1024 + 2 * STAGES * 8;   // + 1024: the alignment
+    static constexpr int PIECE_BYTES = 64 * 64 * 2, PIECES = BN / 64;   // a 64x64 bf16 piece of D; a consumer's
+    static constexpr int PIECES_BYTES = CONSUMERS * BUFS * PIECE_BYTES;
+    // The ring, the D buffers (1024-byte aligned: the swizzle's period), + 1024 to align the ring, the barriers.
+    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8;
     static_assert(SMEM_BYTES <= 227 * 1024, "an SM's shared memory");
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168, "the register pool");
@@ -136,14 +152,92 @@ __device__ __forceinline__ void store_tile(const float (&acc)[ACC], const float 
     }
 }
 
+// The value of D at (row, col) and (row, col + 1) from a consumer's accumulator pair: v = acc * f (* sb[col]
+// with COLS) (+ beta * C), nothing read past M or N (C as one 4-byte pair: the launcher's TMA-store calls allow it).
+template <bool HAS_C, bool COLS>
+__device__ __forceinline__ uint32_t pair_bf16(float v0, float v1, float f, const float* __restrict__ sb, idx_t row,
+                                              int col, int M, int N, float beta, const __nv_bfloat16* __restrict__ Cm,
+                                              idx_t ldc) {
+    v0 *= f;
+    v1 *= f;
+    const bool one = col < N, two = col + 1 < N;
+    if (COLS) {
+        if (one) v0 *= sb[col];
+        if (two) v1 *= sb[col + 1];
+    }
+    if (HAS_C && row < M && one) {
+        const __nv_bfloat16* c = Cm + row * ldc + col;
+        if (two) {
+            const float2 cv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(c));
+            v0 = fmaf(beta, cv.x, v0);
+            v1 = fmaf(beta, cv.y, v1);
+        } else {
+            v0 = fmaf(beta, __bfloat162float(c[0]), v0);
+        }
+    }
+    const __nv_bfloat162 d = __floats2bfloat162_rn(v0, v1);   // v0 in the low half: the lower column
+    return *reinterpret_cast<const uint32_t*>(&d);
+}
+
+// stmatrix.x4: four 8x8 b16 matrices into shared memory; lane 4g + t gives elements (g, 2t), (g, 2t + 1) of
+// matrix i in r[i], lanes 8i .. 8i + 7 the addresses of matrix i's rows.
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+
+// A consumer's 64 x BN tile of D (rows from wg_row0) through shared memory in 64x64 pieces: per piece, 4 stmatrix
+// a warp (16x16 blocks: matrices rows +0/+8 x columns +0/+8) into the 128-byte swizzle that D's tensor map names
+// (16-byte chunk c of row r at c ^ (r % 8)), then one TMA store by the warpgroup's first thread, which clips at M
+// and N.  Pieces cycle through the consumer's BUFS buffers; a buffer is rewritten once the store BUFS pieces
+// back has read it.  `stored`: the consumer's pieces so far, modulo BUFS, over all its tiles (3 pieces a tile at
+// BN 192: a count restarted per tile would rewrite a buffer a store may still be reading).
+template <class C, bool HAS_C, bool COLS>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[C::ACC], const float (&fr)[2],
+                                               const float* __restrict__ sb, uint32_t bufs, int& stored,
+                                               const CUtensorMap& map_d, int wg_row0, int col0, int warp, int lane,
+                                               int barrier, int M, int N, float beta,
+                                               const __nv_bfloat16* __restrict__ Cm, idx_t ldc) {
+    const bool leader = (threadIdx.x & 127) == 0;
+    const int r = 16 * warp + 8 * ((lane >> 3) & 1) + (lane & 7);   // the piece row this lane addresses
+    const idx_t row = wg_row0 + 16 * warp + (lane >> 2);             // the rows it holds: row, row + 8
+#pragma unroll
+    for (int p = 0; p < C::PIECES; ++p) {
+        const uint32_t buf = bufs + ((stored + p) % C::BUFS) * C::PIECE_BYTES;
+        if (leader) tma::store_wait<C::BUFS - 1, true>();
+        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {   // the piece's 16-column blocks
+            uint32_t v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {   // matrix i: rows + 8 (i & 1), columns + 8 (i >> 1)
+                const int j = 8 * p + 2 * q + (i >> 1), h = i & 1;
+                v[i] = pair_bf16<HAS_C, COLS>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], fr[h], sb, row + 8 * h,
+                                              col0 + 8 * j + 2 * (lane & 3), M, N, beta, Cm, ldc);
+            }
+            const int chunk = 2 * q + (lane >> 4);
+            stmatrix_x4(buf + r * 128 + ((chunk ^ (r & 7)) << 4), v);
+        }
+        async_copy::fence_async_shared();   // the piece, visible to the copy engine
+        asm volatile("bar.sync %0, 128;\n" :: "r"(barrier) : "memory");
+        if (leader) {
+            tma::store_2d(map_d, buf, col0 + 64 * p, wg_row0);
+            tma::store_commit();
+        }
+    }
+    stored = (stored + C::PIECES) % C::BUFS;
+}
+
 template <class C>
 __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
                                          double alpha_, double beta_, const float* __restrict__ sa,
                                          const float* __restrict__ sb, const __nv_bfloat16* __restrict__ Cm, idx_t ldc,
-                                         __nv_bfloat16* __restrict__ D, idx_t ldd, int pairs) {
+                                         __nv_bfloat16* __restrict__ D, idx_t ldd, int store,
+                                         const CUtensorMap& map_d) {
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES);
+    const uint32_t pieces = ring + C::STAGES * C::SLOT_BYTES;   // the TMA-store epilogue's buffers
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES + C::PIECES_BYTES);
     uint64_t* empty = full + C::STAGES;
     const int tid = threadIdx.x;
     if (tid == 0) {
@@ -205,6 +299,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
             Work<C> w(M, N, K);
             [[maybe_unused]] const int NB = (N - 1) / 128 + 1;
             uint32_t s = 0, phase = 0;   // the slot computed next, and its full barrier's parity
+            int stored = 0;              // the TMA-store epilogue's pieces so far, modulo BUFS
             int m0, n0;
             while (w.next(m0, n0)) {
                 const int row0 = m0 + 64 * c + 16 * warp;   // this warp's first row
@@ -218,15 +313,23 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     [[maybe_unused]] const int nb0 = n0 / 128, nb1 = min(nb0 + 1, NB - 1), bound = (nb0 + 1) * 128 - n0;
                     [[maybe_unused]] const idx_t ra0 = min(row0 + (lane >> 2), M - 1);
                     [[maybe_unused]] const idx_t ra1 = min(row0 + (lane >> 2) + 8, M - 1);
+                    // BLOCK: chunk kt's scales (sb of the two n-blocks, sa of the two rows), loaded a chunk ahead:
+                    // an L2 load outlasts one chunk's wgmmas, and the promotion waits for them.
+                    [[maybe_unused]] float nxt[4];
+                    auto scales = [&](int kt, float (&x)[4]) {
+                        x[0] = sb[(idx_t)nb0 * w.k_tiles + kt];
+                        x[1] = C::BN == 128 ? x[0] : sb[(idx_t)nb1 * w.k_tiles + kt];
+                        x[2] = sa[(idx_t)kt * M + ra0];
+                        x[3] = sa[(idx_t)kt * M + ra1];
+                    };
+                    if constexpr (C::MODE == BLOCK) scales(0, nxt);
                     for (int kt = 0; kt < w.k_tiles; ++kt) {
                         async_copy::mbar_wait(&full[s], phase);
                         chunk(part, s * (C::SLOT_BYTES >> 4), 0);
                         [[maybe_unused]] float s0, s1, a0, a1;
-                        if constexpr (C::MODE == BLOCK) {   // BLOCK: the chunk's scales, loaded while the wgmmas run
-                            s0 = sb[(idx_t)nb0 * w.k_tiles + kt];
-                            s1 = 128 % C::BN == 0 ? s0 : sb[(idx_t)nb1 * w.k_tiles + kt];
-                            a0 = sa[(idx_t)kt * M + ra0];
-                            a1 = sa[(idx_t)kt * M + ra1];
+                        if constexpr (C::MODE == BLOCK) {   // this chunk's scales; the next chunk's, in flight
+                            s0 = nxt[0], s1 = nxt[1], a0 = nxt[2], a1 = nxt[3];
+                            scales(min(kt + 1, w.k_tiles - 1), nxt);
                         }
                         wgmma::wait<0>();
                         wgmma::hold(part);
@@ -236,7 +339,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                         if constexpr (C::MODE == BLOCK) {
 #pragma unroll
                             for (int g = 0; g < C::BN / 64; ++g) {
-                                const float sg = 64 * g < bound ? s0 : s1;
+                                const float sg = C::BN == 128 ? s0 : C::BN == 256 ? (g < 2 ? s0 : s1)
+                                                                   : 64 * g < bound ? s0 : s1;
                                 f[0][g] = a0 * sg;
                                 f[1][g] = a1 * sg;
                             }
@@ -262,31 +366,45 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     wgmma::hold(acc);
                     release(prev);
                 }
-                // A warp vote (warp-uniform to nvcc, which keeps the loop's state uniform): rows past M store nothing.
-                if (__all_sync(~0u, row0 >= M)) continue;
                 float fr[2] = {tensor_scale, tensor_scale};
                 if constexpr (C::MODE == ROW) {
                     fr[0] = alpha * sa[min(row0 + (lane >> 2), M - 1)];
                     fr[1] = alpha * sa[min(row0 + (lane >> 2) + 8, M - 1)];
                 }
                 constexpr bool COLS = C::MODE == ROW;
-                auto store = [&](auto pair, auto has_c) {
+                // Warp votes (warp-uniform to nvcc, which keeps the loop's state uniform): rows past M store
+                // nothing.  The TMA-store path's barriers take the whole warpgroup: it skips by the warpgroup's rows.
+                if (store == 2) {
+                    const int wg_row0 = m0 + 64 * c;
+                    if (__all_sync(~0u, wg_row0 >= M)) continue;
+                    const uint32_t bufs = pieces + c * C::BUFS * C::PIECE_BYTES;
+                    if (beta != 0.f)
+                        store_tile_tma<C, true, COLS>(acc, fr, sb, bufs, stored, map_d, wg_row0, n0, warp, lane, 1 + c,
+                                                      M, N, beta, Cm, ldc);
+                    else
+                        store_tile_tma<C, false, COLS>(acc, fr, sb, bufs, stored, map_d, wg_row0, n0, warp, lane,
+                                                       1 + c, M, N, beta, Cm, ldc);
+                    continue;
+                }
+                if (__all_sync(~0u, row0 >= M)) continue;
+                auto from_regs = [&](auto pair, auto has_c) {
                     store_tile<decltype(pair)::value, decltype(has_c)::value, COLS>(acc, fr, sb, row0, n0, lane, M, N,
                                                                                     beta, Cm, ldc, D, ldd);
                 };
                 using yes = std::true_type;
                 using no = std::false_type;
-                if (pairs) {
-                    if (beta != 0.f) store(yes{}, yes{});
-                    else store(yes{}, no{});
+                if (store == 1) {
+                    if (beta != 0.f) from_regs(yes{}, yes{});
+                    else from_regs(yes{}, no{});
                 } else {
-                    if (beta != 0.f) store(no{}, yes{});
-                    else store(no{}, no{});
+                    if (beta != 0.f) from_regs(no{}, yes{});
+                    else from_regs(no{}, no{});
                 }
             }
         };
         if (ctid < 128) consume(std::integral_constant<int, 0>{});
         else consume(std::integral_constant<int, 1>{});
+        if ((tid & 127) == 0) tma::store_wait<0, false>();   // the D buffers outlive their last store
     }
     // Neither block of a cluster leaves while the other may still multicast into it or arrive on its barriers.
     if (C::CLUSTER > 1) tma::cluster_sync();
@@ -295,36 +413,50 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 }  // namespace
 
 // grid (blocks, 1, 1): persistent, at most one block an SM; ATTR: __cluster_dims__ for clusters.  sa, sb: the
-// scales (study.core.fp8's layouts); pairs != 0: C, D, ldc and ldd allow 4-byte accesses.
+// scales (study.core.fp8's layouts).  store: how D leaves: 0 bf16 by bf16 from registers, 1 as 4-byte column
+// pairs (C, D, ldc and ldd allow them), 2 by TMA stores through map_d (D 16-byte aligned in start and pitch, boxes
+// of 64 x 64; C read as pairs); map_d is a placeholder otherwise, never read.
 #define FP8_ENTRY(NAME, SHAPE, MODE, ATTR)                                                                    \
     using NAME##_cfg = Cfg<SHAPE, MODE>;                                                                     \
     extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) ATTR                                \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
          int K, double alpha, double beta, const float* __restrict__ sa, const float* __restrict__ sb,       \
-         const __nv_bfloat16* __restrict__ C, idx_t ldc, __nv_bfloat16* __restrict__ D, idx_t ldd, int pairs) { \
-        gemm_fp8<NAME##_cfg>(map_a, map_b, M, N, K, alpha, beta, sa, sb, C, ldc, D, ldd, pairs);              \
+         const __nv_bfloat16* __restrict__ C, idx_t ldc, __nv_bfloat16* __restrict__ D, idx_t ldd, int store, \
+         const __grid_constant__ CUtensorMap map_d) {                                                        \
+        gemm_fp8<NAME##_cfg>(map_a, map_b, M, N, K, alpha, beta, sa, sb, C, ldc, D, ldd, store, map_d);       \
     }                                                                                                        \
     STUDY_ENTRY_FACTS(NAME, NAME##_cfg::BM, NAME##_cfg::BN, NAME##_cfg::THREADS, NAME##_cfg::SMEM_BYTES)
 #define PAIRS_OF_2 __cluster_dims__(2, 1, 1)
 
-// Promoted: 128x192 tiles (each consumer 64x192: a partial and a sum, 96 registers each), 5 slots of 40 KiB.
-constexpr Shape PROMOTED{.bn = 192, .stages = 5, .cluster = 1};
+// Promoted: 128x128 tiles (each consumer 64x128: a partial and a sum, 64 registers each), 6 slots of 32 KiB,
+// two 8 KiB D buffers a consumer: 230,496 bytes of shared memory.
+constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2};
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
 FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )
-// Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB.
-constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1};
+// Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB, two D buffers a
+// consumer (stage 14's wgmma_tma).
+constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1, .bufs = 2};
 FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, )
 
 #ifdef FP8_EXPLORE
-// The earlier design's 128x128 tiles, 6 slots of 32 KiB.
-constexpr Shape SQUARE{.bn = 128, .stages = 6, .cluster = 1};
-FP8_ENTRY(x16_tensor_n128, SQUARE, TENSOR, )
-FP8_ENTRY(x16_block_n128, SQUARE, BLOCK, )
+// 128x192 promoted tiles (a partial and a sum, 96 registers each; 17% fewer operand bytes per output than
+// 128x128): 5 slots of 40 KiB and one D buffer a consumer, or 4 slots and two.
+constexpr Shape WIDE{.bn = 192, .stages = 5, .cluster = 1, .bufs = 1};
+FP8_ENTRY(x16_tensor_n192, WIDE, TENSOR, )
+FP8_ENTRY(x16_row_n192, WIDE, ROW, )
+FP8_ENTRY(x16_block_n192, WIDE, BLOCK, )
+constexpr Shape WIDE_4{.bn = 192, .stages = 4, .cluster = 1, .bufs = 2};
+FP8_ENTRY(x16_tensor_n192s4, WIDE_4, TENSOR, )
+// 128x128 with one D buffer a consumer (Gluon's twin) and 6 slots.
+constexpr Shape SQUARE_1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1};
+FP8_ENTRY(x16_tensor_b1, SQUARE_1, TENSOR, )
 // 128x192 in clusters of 2 along M, each block copying half of Bt's box and multicasting it.
-constexpr Shape PROMOTED_PAIRS{.bn = 192, .stages = 5, .cluster = 2};
-FP8_ENTRY(x16_tensor_c2, PROMOTED_PAIRS, TENSOR, PAIRS_OF_2)
-FP8_ENTRY(x16_block_c2, PROMOTED_PAIRS, BLOCK, PAIRS_OF_2)
-constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2};
+constexpr Shape WIDE_PAIRS{.bn = 192, .stages = 5, .cluster = 2, .bufs = 1};
+FP8_ENTRY(x16_tensor_c2, WIDE_PAIRS, TENSOR, PAIRS_OF_2)
+FP8_ENTRY(x16_block_c2, WIDE_PAIRS, BLOCK, PAIRS_OF_2)
+constexpr Shape SQUARE_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2};
+FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
+constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2, .bufs = 2};
 FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
 #endif

@@ -356,9 +356,9 @@ def _fp8(entry: str, bn: int, **kw) -> CudaFp8Launch:
     return CudaFp8Launch("16_fp8.cu", entry, (384, 1, 1), (128, bn), **kw)
 
 
-# The promoted forms' tile is 128x192: a consumer holds a partial and a sum of 96 registers each; tcacc's is
-# stage 14's 128x256 (one accumulator of 128).
-FP8_CUDA = {"": _fp8("fp8_tensor", 192), "-row": _fp8("fp8_row", 192), "-block": _fp8("fp8_block", 192),
+# The promoted forms' tile is 128x128 (a consumer holds a partial and a sum of 64 registers each; the Gluon twin's
+# tile); tcacc's is stage 14's 128x256 (one accumulator of 128).
+FP8_CUDA = {"": _fp8("fp8_tensor", 128), "-row": _fp8("fp8_row", 128), "-block": _fp8("fp8_block", 128),
             "-tcacc": _fp8("fp8_tcacc", 256)}
 
 
@@ -375,7 +375,8 @@ def _fp8_stage() -> list[Impl]:
             ScaledImpl(f"triton:{s.key}{suffix}", "triton", launch=TritonLaunch(s.key, fn),
                        sources=_triton_sources(s.key), **common),
             ScaledImpl(f"gluon:{s.key}{suffix}", "gluon", launch=TritonLaunch(f"gluon.{s.key}", fn),
-                       sources=(*_gluon_sources(s.key), TRITON_DIR / f"{s.key}.py"), **common),
+                       sources=(*_gluon_sources(s.key, "14_wgmma", "13_swizzle"), TRITON_DIR / "13_swizzle.py"),
+                       **common),
         ]
     return impls
 
@@ -431,12 +432,20 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "tma": WGMMA_TMA,
         "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
     },
-    # Stage 16 (built under FP8_EXPLORE): 128x128 tiles, and clusters of 2 along M multicasting B.
-    "cuda:16_fp8": {"n128": _fp8("x16_tensor_n128", 128, defines=("FP8_EXPLORE",)),
-                    "c2": _fp8("x16_tensor_c2", 192, cluster=2, defines=("FP8_EXPLORE",))},
-    "cuda:16_fp8-block": {"n128": _fp8("x16_block_n128", 128, defines=("FP8_EXPLORE",)),
-                          "c2": _fp8("x16_block_c2", 192, cluster=2, defines=("FP8_EXPLORE",))},
-    "cuda:16_fp8-tcacc": {"c2": _fp8("x16_tcacc_c2", 256, cluster=2, defines=("FP8_EXPLORE",))},
+    # Stage 16: under FP8_EXPLORE, 128x192 tiles (5 slots and one D buffer a consumer, or 4 and two), 128x128 with
+    # one D buffer, clusters of 2 along M multicasting B; and the registered kernels with register stores only.
+    "cuda:16_fp8": {"n192": _fp8("x16_tensor_n192", 192, defines=("FP8_EXPLORE",)),
+                    "n192s4": _fp8("x16_tensor_n192s4", 192, defines=("FP8_EXPLORE",)),
+                    "b1": _fp8("x16_tensor_b1", 128, defines=("FP8_EXPLORE",)),
+                    "c2": _fp8("x16_tensor_c2", 192, cluster=2, defines=("FP8_EXPLORE",)),
+                    "n128c2": _fp8("x16_tensor_n128c2", 128, cluster=2, defines=("FP8_EXPLORE",)),
+                    "regstore": _fp8("fp8_tensor", 128, tma_store=False)},
+    "cuda:16_fp8-row": {"n192": _fp8("x16_row_n192", 192, defines=("FP8_EXPLORE",))},
+    "cuda:16_fp8-block": {"n192": _fp8("x16_block_n192", 192, defines=("FP8_EXPLORE",)),
+                          "c2": _fp8("x16_block_c2", 192, cluster=2, defines=("FP8_EXPLORE",)),
+                          "regstore": _fp8("fp8_block", 128, tma_store=False)},
+    "cuda:16_fp8-tcacc": {"c2": _fp8("x16_tcacc_c2", 256, cluster=2, defines=("FP8_EXPLORE",)),
+                          "regstore": _fp8("fp8_tcacc", 256, tma_store=False)},
 }
 
 

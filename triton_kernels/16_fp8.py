@@ -1,49 +1,25 @@
 """Stage 16 (Triton) - fp8 e4m3 GEMM on Hopper: tl.dot on e4m3 tiles, fp32 promotion every 128-deep k-chunk.
 
-Technique:  the persistent TMA kernel of stage 13 on e4m3 operands.  A (M x K) and B^T (N x K) are both K-major,
-            so each k-chunk is one TMA box of A (BLOCK_M x 128) and one of B^T (BLOCK_N x 128): 128 bytes a row,
-            the 128-byte swizzle fp8 wgmma reads (fp8 wgmma takes K-major operands only); tl.trans of B^T's box
-            is a view, not a copy.  tl.dot compiles to wgmma.mma_async m64nNk32 .e4m3.e4m3 with f32 accumulators.
-            The forms differ in how the k-chunks' products are summed:
-            * gemm (per-tensor), gemm_row, gemm_block (promoted, "fp32acc"): per 128-deep chunk
-              `part = tl.dot(a, b)` starts from zero (the wgmma chain of one chunk, 4 k32 steps) and
-              `acc += part` adds it in fp32 registers (block scaling: `acc += part * sa[rows, kb] * sb[kb, nb]`).
-              That is DeepGEMM's promotion: Hopper's fp8 wgmma keeps ~13-14 mantissa bits in its accumulator,
-              so no chunk's error reaches past 128 products.
-            * gemm_tcacc (per-tensor, unpromoted): one accumulator chain `acc = tl.dot(a, b, acc)` over all of K.
-              Triton 3.6's max_num_imprecise_acc, left unset for fp8 on sm_90, defaults to 2**30 (the CUDA
-              backend's max_num_imprecise_acc_default): the lowering never splits the chain, so the whole K
-              accumulates in wgmma's accumulator.  (Setting it to n <= BLOCK_K would have the lowering add a
-              partial accumulator into the sum every n; the promoted forms do that by hand instead, which also
-              lets block scaling multiply each chunk by its scales.)
-            The scales: tensor, alpha * sa[0] * sb[0] in the epilogue; row, sa[m] * sb[n] in the epilogue;
-            block, per chunk in the loop.  The epilogue computes v = alpha * scale * acc (+ beta * C) in fp32,
-            rounds to bf16 once and stores with masked pointer stores (C and D of any alignment).
-Reproduces: no seed covers fp8.  Anchors: DeepGEMM's README and the DeepSeek-V3 technical report (section 3.3,
-            "Increasing accumulation precision": promotion to CUDA-core fp32 registers every 128 k) for the
-            promoted forms; triton-lang/triton PR #5461 (tutorial 09-persistent-matmul's persistent TMA matmul,
-            fp8 operands K-major) for the kernel's shape.
-Changed:    from Triton 14 (stage 13's persistent TMA kernel): e4m3 operands, B read K-major through B^T's
-            descriptor, BLOCK_K 128 (one 128-byte row of fp8 a box row, and one promotion chunk per k-tile), the
-            fp32 promotion add per chunk, scales, bf16 D through masked pointer stores (in 64-column pieces)
-            instead of TMA stores.
-Why faster: (a prediction: nothing here has run on a GPU.)  Against stage 14's fp16 kernel: fp8 wgmma has twice
-            the peak and half the bytes a product, so the same tiles should run near twice the TFLOP/s.  Against
-            the earlier Triton fp8 attempt (0.67-0.72x of cuBLAS): BLOCK_K 128 makes one tl.dot per chunk and
-            one promotion add per 4 wgmmas instead of a split chain; two consumer warpgroups (8 warps), each
-            stalling on its own wait before its add while the other's wgmmas run, should hide most of the
-            promotion's bubble.  Predicted: per-tensor and row near 0.85-0.9x of cuBLAS per-tensor at 4096^3
-            and 8192^3, limited by the 128x128 tile's L2 traffic (the sum and the partial take 128 of a
-            thread's registers, so a 128x256 or 256x128 tile spills); block a few points lower (the per-chunk scale
-            loads and multiplies); tcacc, on a 128x256 tile with no adds, the fastest of the four.
-Ragged edges: loads past M, N and K read zeros (TMA's fill); stores and C's loads are masked to
-            M x N.  beta == 0 (HAS_C=False) compiles no read of C.
-Alignment:  A and B^T go through TMA, which needs 16-byte aligned starts and pitches (e4m3 is one byte): others
-            are first copied into 16-byte pitched buffers (study.core.fp8.k_major_16, every call: an allocation
-            and two copies on top of the GEMM, for such operands only).  C and D are never read or written
-            through TMA: any start and pitch.
-Range:      M, N, K any integers >= 1 (the contract's MAX_DIM); 64-bit offsets; block scaling indexes its scales
-            by kb = k // 128 and nb = n // 128, so its BLOCK_K is 128 and BLOCK_N divides 128.
+Technique:  stage 13's persistent TMA kernel on e4m3 operands, both K-major: each k-chunk is one TMA box of A
+            (BLOCK_M x 128) and one of B^T (BLOCK_N x 128), tl.trans of B^T's box a view.  tl.dot compiles to
+            wgmma m64nNk32 .e4m3.e4m3 -> f32.  gemm, gemm_row, gemm_block (promoted, "fp32acc"): per chunk
+            `part = tl.dot(a, b)` starts from zero and `acc += part` adds it in fp32 registers (block:
+            `acc += part * sa[rows, kb] * sb[kb, nb]`).  gemm_tcacc: one chain `acc = tl.dot(a, b, acc)` over all
+            of K (Triton 3.6 leaves max_num_imprecise_acc at 2**30 for fp8 on sm_90: never promoted).  Epilogue:
+            alpha * scale * acc (+ beta * C) in fp32, rounded to bf16 once, masked pointer stores.
+Reproduces: no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors:
+            DeepGEMM's README and the DeepSeek-V3 report (section 3.3.2: promotion every 128 k),
+            triton-lang/triton PR #5461 (the persistent TMA fp8 matmul of tutorial 09).
+Changed:    from Triton 14: e4m3 operands, B read through B^T's descriptor, BLOCK_K 128 (one promotion chunk a
+            k-tile), the promotion add, scales, bf16 D by masked pointer stores.
+Why faster: (a prediction) fp8 wgmma has twice fp16's peak; the promoted forms run on 128x128 tiles (a sum and a
+            partial of 64 registers each: a bigger tile spills) and wait for each chunk's dot before its add
+            (Triton's pipeliner keeps no non-accumulator dot in flight), so they should trail the tcacc form,
+            which keeps stage 14's 128x256 tile and its pipelined chain.
+Ragged edges: TMA reads zeros past M, N and K; stores and C's loads are masked to M x N; beta == 0 reads no C.
+Alignment:  A and B^T need 16-byte aligned starts and pitches for TMA: others are copied into 16-byte pitched
+            buffers first (study.core.fp8.k_major_16, every call).  C and D: any start and pitch.
+Range:      M, N, K any integers >= 1; 64-bit offsets; block scaling needs BLOCK_K 128 and BLOCK_N dividing 128.
 """
 from __future__ import annotations
 

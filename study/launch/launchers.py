@@ -559,7 +559,7 @@ class TorchLaunch:
 
 
 FP8_PARAMS = params("map_a:tmap map_b:tmap M:int N:int K:int alpha:double beta:double sa:ptr sb:ptr C:ptr ldc:i64 "
-                    "D:ptr ldd:i64 pairs:int")
+                    "D:ptr ldd:i64 store:int map_d:tmap")
 
 
 def _pairs_ok(t: torch.Tensor) -> bool:
@@ -572,11 +572,14 @@ class CudaFp8Launch(CudaLaunch):
     """Stage 16's persistent fp8 kernels (cuda_kernels/16_fp8.cu) on a study.core.fp8.ScaledProblem: A and B^T,
     K-major, reach them as tensor maps in boxes of (tile rows, 128) and (tile columns / cluster, 128) bytes (a
     cluster's blocks each copy a share of B^T and multicast it); operands a tensor map cannot take are re-pitched by
-    k_major_16, refreshed at the start of every run.  C and D may have any alignment: `pairs` tells the kernel
-    whether this call's C and D allow 4-byte column-pair accesses.  One block per resident slot (clusters of
-    `cluster` along M), balanced as CudaTmaLaunch's `balance`."""
+    k_major_16, refreshed at the start of every run.  C and D may have any alignment: `store` tells the kernel
+    how this call's D leaves: 2, by TMA stores of 64x64 boxes through map_d (with `tma_store`, D 16-byte aligned in
+    start and pitch, C read as column pairs), else 1 from registers as 4-byte column pairs (C and D allow them), else
+    0 element by element.  One block per resident slot (clusters of `cluster` along M), balanced as CudaTmaLaunch's
+    `balance`."""
     cluster: int = 1
     balance: bool = True
+    tma_store: bool = True
 
     def params(self, entry: str = "") -> tuple:
         return FP8_PARAMS
@@ -604,11 +607,14 @@ class CudaFp8Launch(CudaLaunch):
             blocks = -(-(tiles // self.cluster) // waves) * self.cluster
         c = p.c if p.c is not None else p.out   # never read when beta == 0
         pairs = _pairs_ok(p.out) and (p.c is None or _pairs_ok(p.c))
+        d = p.out
+        tma_d = self.tma_store and pairs and d.data_ptr() % 16 == 0 and (M == 1 or d.stride(0) * 2 % 16 == 0)
+        map_a = driver.tensor_map_2d(a16.view(torch.uint8), (bm, 128))
         launch = driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
-            map_a=driver.tensor_map_2d(a16.view(torch.uint8), (bm, 128)),
-            map_b=driver.tensor_map_2d(bt16.view(torch.uint8), (bn // self.cluster, 128)),
-            M=M, N=N, K=K, alpha=p.alpha, beta=p.beta, sa=p.scale_a, sb=p.scale_b, C=c, ldc=c.stride(0), D=p.out,
-            ldd=p.out.stride(0), pairs=int(pairs)), p.a.device)
+            map_a=map_a, map_b=driver.tensor_map_2d(bt16.view(torch.uint8), (bn // self.cluster, 128)),
+            M=M, N=N, K=K, alpha=p.alpha, beta=p.beta, sa=p.scale_a, sb=p.scale_b, C=c, ldc=c.stride(0), D=d,
+            ldd=d.stride(0), store=2 if tma_d else int(pairs),
+            map_d=driver.tensor_map_2d(d, (64, 64)) if tma_d else map_a), p.a.device)   # map_a: a placeholder
         operands = (a16, bt16)   # the tensor maps' memory lives as long as the call
 
         def run():

@@ -58,6 +58,13 @@ UNIT_OF: dict[str, tuple[str, int]] = {
     "bf16x6-tcacc": ("bf16", 6),
     "bf16x9": ("bf16", 9),
     "bf16x9-tcacc": ("bf16", 9),
+    # fp8's ceiling is cuBLAS fp8 per-tensor with fp32 accumulation (promoted), fp8_tc_tflops.  Unpromoted
+    # accumulation (cuBLAS's fast accumulation, stage 16's tcacc form) runs faster than that, so it is a unit of
+    # its own, with no ceiling measured yet.
+    "fp8e4m3-tensor/fp32acc": ("fp8", 1),
+    "fp8e4m3-row/fp32acc": ("fp8", 1),
+    "fp8e4m3-block/fp32acc": ("fp8", 1),
+    "fp8e4m3-tensor/tcacc": ("fp8fastacc", 1),
 }
 # A measured ceiling is one call's median (cuBLAS at 8192^3, a micro-benchmark for FMA and mma.sync), not the
 # unit's peak: another shape of the same library may run a little more efficiently at the same clock (the

@@ -1,57 +1,28 @@
 """Stage 16 (Gluon) - fp8 e4m3 GEMM on wgmma: scaled operands, the tensor core's partial promoted every 128 k.
 
-Technique:  rung 14's persistent, warp-specialized machinery on e4m3 operands: a 1-warp loader partition
-            TMA-loads A [BM, 128] and B^T [BN, 128] boxes (both K-major, 128 bytes a row, 128-byte swizzle)
-            into a ring of STAGES slots completing on `ready` mbarriers; two consumer warpgroups each own 64 rows
-            of the tile and issue SS wgmma m64nBNk32 .e4m3.e4m3 (B as the transposed view of its K-major box),
-            handing each slot back on its `empty` mbarrier; registers set apart by setmaxnreg (40 / 232).
-              gemm, gemm_row, gemm_block (promoted, "fp32acc"): a ring slot is one 128-deep k-chunk.  Its four
-                wgmma k32 steps run into a partial accumulator with the first step's scale-d 0 (use_acc=False,
-                so the partial starts from zero and needs no zeroing), the warpgroup waits for them, releases
-                the slot and adds the partial into an fp32 sum with RN add.f32 (block: fma.rn.f32 by
-                sa[m, kb] * sb[kb, nb], loaded before the chunk's wait).  The other consumer's wgmmas keep the
-                tensor core busy while one adds.  128x128 tiles: a partial and a sum are 64 + 64 registers.
-              gemm_tcacc (unpromoted): rung 14's loop as it is, one accumulator over all of K (wait(1): a slot
-                goes back once the next one's wgmmas are issued), 128x256 tiles.
-            Epilogue, fp32: v = alpha * scale * acc (+ beta * C), bf16 once (RN).  tensor: alpha * sa * sb is one
-            scalar; row: acc * sa[m] * sb[n] first.  D leaves through shared memory by TMA stores in [64, 64]
-            pieces (C read by TMA) when D and C allow; otherwise from registers, masked.
-Reproduces: no seed covers fp8.  Anchors: DeepGEMM's README and the DeepSeek-V3 technical report (section 3.3,
-            "increasing accumulation precision": promote the tensor core's partial to fp32 registers every
-            128 k, fine-grained 1x128 and 128x128 scales applied at promotion) and triton-lang/triton PR #5461
-            (persistent TMA fp8 matmul).  The forms mirror cuda_kernels/16_fp8.cu's fp8_tensor, fp8_row,
-            fp8_block and fp8_tcacc.
-Changed:    from Gluon 14 (the best form): fp16/bf16 -> e4m3 operands, bf16 C and D; B read as B^T boxes
-            [BN, BK] (fp8 wgmma takes B K-major only) and passed permuted; BK 64 -> 128 (128 bytes, one
-            promotion chunk); promoted forms: 128x256 -> 128x128 tiles, a second accumulator (the partial) and
-            the promotion adds, 6 slots of 32 KiB; scales (tensor, row, block) and a register-store epilogue
-            for any alignment of C and D in the same kernel.
-Why faster: (a prediction: nothing here has run on a GPU.)  Against Triton's fp8 form, which leaves the k-loop
-            to the compiler's pipeliner: the ring runs ahead of the consumers by up to 6 chunks across tile
-            boundaries, the epilogue of one tile overlaps the next tile's copies, and promotion costs a
-            consumer 64 adds a chunk while the other consumer's wgmmas occupy the tensor core, so the promoted
-            forms should stay within a few percent of the tcacc form and of the CUDA twin.  Against cuBLAS the
-            128x128 tiles move 32 KiB of operands per 2 M multiply-adds (L2-bound near 80% of its bandwidth
-            at 8192^3 in the design this follows), so the promoted forms are expected near, not above, cuBLAS
-            per-tensor; gemm_tcacc's 128x256 tiles move a quarter fewer bytes per multiply-add and may reach it.
-Ragged edges: TMA reads zeros past M, N and K (so the last chunk's partial holds only in-range k), every tile is
-            computed whole.  The TMA store clips D at M and N; register stores mask rows at M and, in a 32-column
-            piece that crosses N, each column.  beta == 0 (HAS_C=False) compiles no read of C.  Block scales past
-            M load as 0 (those rows are never stored).
-Alignment:  A and B^T go through study.core.fp8.k_major_16: 16-byte pitched copies, refreshed at every launch,
-            when a tensor map cannot take them.  D (and C when read) go through TMA only when 16-byte aligned in
-            start and pitch, decided per call on the host; otherwise masked stores from registers, whose
-            vector width follows Triton's argument specialization (2-byte accesses at an odd start).
-Range:      the e4m3 products are exact in the tensor core; the promoted forms add each 128-deep partial (its
-            ~13-14-bit accumulation) into fp32 with round-to-nearest, so the error does not grow with K as in
-            gemm_tcacc.  Scales are any fp32 values; the epilogue's products are in fp32.
-Compiles to (Triton 3.6, sm_90a, offline; ptxas -v on the PTX; no unit spills, no ptxas warnings): 12 warps
-            launched at 168 registers, setmaxnreg 232 (consumers) and 40 (loader); wgmma.mma_async m64n128k32
-            .f32.e4m3.e4m3 (tcacc: m64n256k32), 4 a consumer and chunk, the first with scale-d off; the promoted
-            loop adds 64 add.f32 a thread a chunk (block: 64 fma.rn.f32, the scales' ld.global before the
-            ready wait), no zeroing of the partial.  Shared memory with TMA stores 229,704 bytes with C,
-            213,256 without (tcacc 229,672 / 213,224); register stores 196,872 / 196,856 (tcacc 196,840 /
-            196,824).  As in Gluon 14, a bar.sync of the warpgroup precedes each ready wait and each arrive.
+Technique:  rung 14's persistent, warp-specialized machinery on e4m3 operands: a 1-warp loader TMA-loads A
+            [BM, 128] and B^T [BN, 128] boxes (K-major, 128-byte swizzle) into a ring of mbarrier slots; two
+            consumer warpgroups of 64 rows issue SS wgmma m64nBNk32 .e4m3.e4m3 (B the permuted view of its box);
+            setmaxnreg 40 / 232.  gemm, gemm_row, gemm_block (promoted, "fp32acc", 128x128 tiles, 6 slots): a
+            slot is one 128-deep chunk whose four k32 wgmmas start a partial from zero (use_acc=False); the
+            warpgroup waits, hands the slot back and adds the partial into an fp32 sum (block: fma by
+            sa[m, kb] * sb[kb, nb]) while the other consumer's wgmmas run.  gemm_tcacc: rung 14's loop, one
+            accumulator over all of K, 128x256 tiles.  Epilogue: alpha * scale * acc (+ beta * C) in fp32, bf16
+            once; TMA stores in [64, 64] pieces when D and C allow, else masked register stores.
+Reproduces: no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors:
+            DeepGEMM's README and the DeepSeek-V3 report (section 3.3.2: promotion every 128 k, 1x128 and 128x128
+            scales applied at promotion), triton-lang/triton PR #5461.  The CUDA twin: cuda_kernels/16_fp8.cu.
+Changed:    from Gluon 14: e4m3 operands, bf16 C and D; B^T boxes passed permuted (fp8 wgmma reads B K-major
+            only); BK 128; promoted forms: 128x128 tiles, the partial accumulator and the promotion adds; scales;
+            register stores for C and D of any alignment.
+Why faster: (a prediction) against the Triton form: the ring runs ahead across tiles and a consumer's promotion
+            adds overlap the other's wgmmas, so the promoted forms should stay near the tcacc form; against cuBLAS,
+            128x128 tiles move more operand bytes per product than its tiles, so near cuBLAS, not above.
+Ragged edges: TMA reads zeros past M, N and K; TMA stores clip D at M and N, register stores are masked; beta == 0
+            reads no C; block scales past M load as 0 (those rows are never stored).
+Alignment:  A and B^T through study.core.fp8.k_major_16 (16-byte pitched copies, refreshed at every launch, when a
+            tensor map cannot take them); D and C through TMA only when 16-byte aligned, decided per call.
+Range:      M, N, K any integers >= 1; scales any fp32 values.
 """
 # No `from __future__ import annotations`: @aggregate reads its fields' annotations as types.
 import importlib
