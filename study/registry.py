@@ -5,6 +5,9 @@
         print(impl.name, impl.backend, impl.dtypes)
     d = study.get("cuda:03_smem_tiling")(a, b)                 # D = A @ B
     d = study.get("triton:tuned")(a, b, c, alpha=2.0, beta=0.5) # D = 2 A @ B + 0.5 C
+    qa, sa = study.quantize_a(x, "block")                      # fp8 e4m3, K-major, and its 1x128 scales
+    qb, sb = study.quantize_b(w, "block")                      # (K x N, K-major) and its 128x128 scales
+    d = study.get("cuda:16_fp8-block")(qa, qb, scale_a=sa, scale_b=sb)   # bf16 D of the dequantized product
 
 An implementation is a stage's CUDA kernel, its Triton or Gluon counterpart, or a baseline (cuBLAS through
 torch, the tuned Triton matmul).  The runner, the sweep and the report only ever see `Impl` objects: adding a

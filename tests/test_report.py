@@ -437,20 +437,6 @@ AWAITING_SWEEP: set[str] = set()
 # Calls of the default ncu profile that the committed H100 profile lacks (e.g. cut off by a profile run's time limit),
 # named here explicitly until a profile run measures them.
 AWAITING_PROFILE: set[str] = set()
-# The fp8 e4m3 stage and its cuBLASLt baselines, registered after the committed sweeps: every implementation that
-# takes fp8e4m3 inputs awaits the GPU sweep, and its calls of the default ncu profile await the GPU profile.  Read
-# from the registry, so a form registered before that sweep is counted too; drop the dtype once the rows exist.
-AWAITING_GPU_SWEEP_DTYPES = ("fp8e4m3",)
-
-
-def awaiting_gpu_sweep() -> tuple[set[str], set[str]]:
-    """(implementations, profile calls as `check` names them) of AWAITING_GPU_SWEEP_DTYPES."""
-    from study import registry
-    from study.measure import ncu
-    impls = {i.name for d in AWAITING_GPU_SWEEP_DTYPES for i in registry.implementations(dtype=d)}
-    calls = {" ".join(map(str, c)) for c in ncu.cases(ncu.DEFAULT_N, ncu.DEFAULT_RAGGED)
-             if c[1] in AWAITING_GPU_SWEEP_DTYPES}
-    return impls, calls
 
 
 def test_the_h100_report_is_complete_and_marks_its_stale_rows():
@@ -466,16 +452,14 @@ def test_the_h100_report_is_complete_and_marks_its_stale_rows():
     from study.present.stage_pages import of_stage, page_name
     d = REPO / "reports" / "h100"
     problems = check(d, current=False)
-    gpu_impls, gpu_calls = awaiting_gpu_sweep()
-    sweep, profile = AWAITING_SWEEP | gpu_impls, AWAITING_PROFILE | gpu_calls
-    awaiting = [p for p in problems if p.startswith("missing: ") and p.split()[1] in sweep]
+    awaiting = [p for p in problems if p.startswith("missing: ") and p.split()[1] in AWAITING_SWEEP]
     unprofiled = [p for p in problems
-                  if p.startswith("not profiled: ") and p[len("not profiled: "):] in profile]
+                  if p.startswith("not profiled: ") and p[len("not profiled: "):] in AWAITING_PROFILE]
     other = [p for p in problems if p not in awaiting + unprofiled]
     assert not other, f"{len(other)} problem(s) in reports/h100, e.g. {other[:5]}"
-    assert {p.split()[1] for p in awaiting} == sweep, "measured now: drop them from AWAITING_SWEEP"
-    assert {p[len("not profiled: "):] for p in unprofiled} == profile, \
-        "profiled now: drop them from AWAITING_PROFILE (or their dtype from AWAITING_GPU_SWEEP_DTYPES)"
+    assert {p.split()[1] for p in awaiting} == AWAITING_SWEEP, "measured now: drop them from AWAITING_SWEEP"
+    assert {p[len("not profiled: "):] for p in unprofiled} == AWAITING_PROFILE, \
+        "profiled now: drop them from AWAITING_PROFILE"
     stale = stale_keys(d)
     html = (d / "index.html").read_text(encoding="utf-8")
     if not stale:

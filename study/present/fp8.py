@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from study.core import stages
 from study.measure.fp8_accuracy import COLUMNS, FILE, FLOOR_METHOD, SIZE
-from study.measure.frame import load_table
+from study.measure.frame import load_results, load_table
 from study.present import interactive
 from study.present.formatting import fmt_num
 
@@ -61,9 +61,57 @@ def figure(acc: pd.DataFrame) -> go.Figure | None:
                           "<br>max elementwise %{customdata[1]}<extra></extra>"))
     fig.update_xaxes(type="log", title_text=f"K (M = N = {fmt_num(ok['M'].iloc[0])})")
     fig.update_yaxes(type="log", title_text="relative Frobenius error of D (bf16) against float64")
-    fig.update_layout(template="plotly_white", height=460, margin=dict(l=70, r=10, t=10, b=50), font=dict(size=11),
-                      legend=dict(font=dict(size=10)))
+    # The legend below the plot, in columns (at the right it ran under the mode bar and squeezed the plot).
+    fig.update_layout(template="plotly_white", height=640, margin=dict(l=70, r=10, t=30, b=60), font=dict(size=11),
+                      legend=dict(font=dict(size=10), orientation="h", x=0, xanchor="left", y=-0.16,
+                                  yanchor="top", entrywidth=330))
     return fig
+
+
+PROMOTED, UNPROMOTED = "fp8e4m3-tensor/fp32acc", "fp8e4m3-tensor/tcacc"
+LESSON_SIZE = 4096
+
+
+def _speed(report_dir: Path) -> list[tuple[str, float, float]]:
+    """(backend, promoted TFLOP/s, unpromoted TFLOP/s) of the per-tensor forms at LESSON_SIZE^3, passing rows."""
+    df, _ = load_results(Path(report_dir) / "results.csv")
+    n = LESSON_SIZE
+    at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
+    out = []
+    for backend in (*interactive.BACKEND_NAMES, "cublas"):
+        g = at[at["backend"] == backend]
+        pro, unp = g[g["precision"] == PROMOTED]["tflops"], g[g["precision"] == UNPROMOTED]["tflops"]
+        if len(pro) and len(unp):
+            out.append((backend, float(pro.iloc[0]), float(unp.iloc[0])))
+    return out
+
+
+def lesson(report_dir: Path, acc: pd.DataFrame | None) -> str | None:
+    """The stage's lesson in one paragraph, from the files: what promotion costs in speed (per-tensor promoted
+    against unpromoted, each backend, at LESSON_SIZE^3) and buys in accuracy (the error at the largest K)."""
+    speed = _speed(report_dir)
+    parts = []
+    if speed:
+        parts.append(f"Promotion costs speed: at {LESSON_SIZE}³ the per-tensor promoted form runs at "
+                     + ", ".join(f"{fmt_num(p)} against {fmt_num(u)} TFLOP/s unpromoted "
+                                 f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {100 * (1 - p / u):.0f}% slower)"
+                                 for b, p, u in speed) + ".")
+    if acc is not None:
+        ok = acc[(acc["error"] == "") & (acc["relerr"] > 0)]
+        k = ok["K"].max()
+        at = ok[ok["K"] == k]
+        pro = at[(at["precision"] == PROMOTED) & (at["backend"] != "cublas")]["relerr"]
+        unp = at[(at["precision"] == UNPROMOTED) & (at["backend"] != "cublas")]["relerr"]
+        fast = at[(at["precision"] == UNPROMOTED) & (at["backend"] == "cublas")]["relerr"]
+        floor = at[at["method"] == FLOOR_METHOD]["relerr"]
+        if len(pro) and len(unp):
+            parts.append(f"It buys accuracy: at K = {fmt_num(k)} on all-positive inputs the promoted forms' error "
+                         f"stays at {_e(pro.max())}"
+                         + (f", at the bf16 floor ({_e(floor.min())})" if len(floor) else "")
+                         + f", while the unpromoted forms' grows to {_e(unp.max())}"
+                         + (f" (cuBLASLt's fast accumulation: {_e(fast.max())})" if len(fast) else "")
+                         + "; the figure below draws it against K.")
+    return " ".join(parts) or None
 
 
 def floor_text(acc: pd.DataFrame) -> str:
@@ -81,9 +129,10 @@ def extra(report_dir: Path) -> dict:
     acc = load(report_dir)
     title = "Promotion's accuracy effect: error against K"
     if acc is None:
-        return {"id": ID, "title": title, "html": None, "file": FILE,
+        return {"id": ID, "title": title, "html": None, "file": FILE, "lead": lesson(report_dir, None),
                 "caption": f"Not yet measured: no {FILE} here (python -m study.accuracy writes it on a GPU, "
                            f"M = N = {SIZE}, K from 256 to 65536, all-positive uniform inputs)."}
+    lead = lesson(report_dir, acc)
     where = ", ".join(sorted({f"{g}, commit {c}" for g, c in zip(acc["gpu"], acc["commit"]) if g}))
     raised = sorted(set(acc.loc[acc["error"] != "", "method"]))
     caption = (f"{FILE} ({where}): each implementation's D against the float64 product of its dequantized "
@@ -92,7 +141,20 @@ def extra(report_dir: Path) -> dict:
                f"error of the float64 reference itself rounded to bf16 on the same inputs, measured at "
                f"{floor_text(acc)}; no bf16 D can do better.  Solid, dotted and dash-dotted: per-tensor, "
                f"row-wise and block scales.")
+    same = _coinciding(acc)
+    if same:
+        caption += f"  {same}"
     if raised:
         caption += f"  Raised (no point drawn): {', '.join(raised)}."
-    return {"id": ID, "title": title, "file": FILE, "caption": caption,
+    return {"id": ID, "title": title, "file": FILE, "caption": caption, "lead": lead,
             "html": interactive.fragment(figure(acc), "fig-fp8-accuracy")}
+
+
+def _coinciding(acc: pd.DataFrame) -> str:
+    """A sentence when the CUDA, Triton and Gluon forms of a precision have the same error at every K (their lines
+    lie on one another, the last drawn on top), else ''."""
+    ok = acc[(acc["error"] == "") & acc["backend"].isin(list(interactive.BACKEND_NAMES))]
+    same = [p for p, g in ok.groupby("precision")
+            if g["backend"].nunique() > 1 and (g.groupby("K")["relerr"].nunique() == 1).all()]
+    return (f"The CUDA, Triton and Gluon forms give the same error at every K in {', '.join(sorted(same))}: "
+            f"their lines coincide (the Gluon line, drawn last, covers the others).") if same else ""

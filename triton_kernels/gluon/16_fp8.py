@@ -18,6 +18,9 @@ Changed:    from Gluon 14: e4m3 operands, bf16 C and D; B^T boxes passed permute
 Why faster: (a prediction) against the Triton form: the ring runs ahead across tiles and a consumer's promotion
             adds overlap the other's wgmmas, so the promoted forms should stay near the tcacc form; against cuBLAS,
             128x128 tiles move more operand bytes per product than its tiles, so near cuBLAS, not above.
+Measured:   H100 SXM, the sweep of 651b053, TFLOP/s (% of cuBLAS fp8 of the same scaling; tcacc: of cuBLAS with fast
+            accumulation), 4096^3: gemm 1272.6 (95.7%), gemm_row 1212.2 (93.6%), gemm_block 917.4 (76.7%),
+            gemm_tcacc 1411.4 (100.3%); 8192^3: 1238.8 (84.9%), 1357.5 (95.6%), 925.3 (69.6%), 1565.5 (103.5%).
 Ragged edges: TMA reads zeros past M, N and K; TMA stores clip D at M and N, register stores are masked; beta == 0
             reads no C; block scales past M load as 0 (those rows are never stored).
 Alignment:  A and B^T through study.core.fp8.k_major_16 (16-byte pitched copies, refreshed at every launch, when a
