@@ -41,7 +41,10 @@ def _mma_types(m: str) -> tuple[str, list[str]]:
 FP16_SPLITS = ("fp16x3-tcec", "fp16x3-markidis", "fp16-inputs")
 # Half-precision labels: the operand type every MMA must take, and its accumulator.
 HALF = {"fp16/fp32acc": ("f16", "f32"), "bf16/fp32acc": ("bf16", "f32"), "fp16/fp16acc": ("f16", "f16"),
-        "int8/int32acc": ("s8", "s32"), "uint8/int32acc": ("u8", "s32"), "fp64": ("f64", "f64")}
+        "int8/int32acc": ("s8", "s32"), "uint8/int32acc": ("u8", "s32"), "fp64": ("f64", "f64"),
+        # stage 16: e4m3 wgmma into f32 (whether each chunk is promoted: test_fp8_promotion, on the GPU)
+        **{f"fp8e4m3-{s}/fp32acc": ("e4m3", "f32") for s in ("tensor", "row", "block")},
+        "fp8e4m3-tensor/tcacc": ("e4m3", "f32")}
 
 
 def judge_unit(precision: str, u: dict) -> str:

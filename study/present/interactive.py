@@ -309,12 +309,18 @@ def _series(rows: pd.DataFrame):
     return [(dict(zip(keys, k)), g) for k, g in groups]
 
 
+FP8_BASELINES = f"{BASELINES}: cuBLASLt fp8"
+
+
 def _legend(key: dict, ranks: dict, several: set[str]) -> dict:
     """A series' legend: a ladder series in its backend's group, a baseline in a group of its own (_collapse_legend
     gives each group one entry)."""
     group = _group(key["stage"], key["backend"])
     name = _name(key["stage"], key["backend"], key["impl"], key["precision"], several)
-    return dict(name=name, legendgroup=f"{BASELINES}: {name}" if group == BASELINES else group,
+    legend = group
+    if group == BASELINES:   # a baseline's own entry; stage 16's four cuBLASLt modes share one (markers tell them apart)
+        legend = FP8_BASELINES if key["impl"].startswith("cublas:fp8") else f"{BASELINES}: {name}"
+    return dict(name=name, legendgroup=legend,
                 legendgrouptitle_text=_group_title(group),
                 legendrank=ranks[_rank(key["stage"], key["backend"], key["impl"], key["dtype"])],
                 meta={"impl": key["impl"], "backend": key["backend"], "precision": key["precision"],
@@ -415,7 +421,8 @@ def _collapse_legend(fig: go.Figure) -> go.Figure:
         symbol = t.marker.symbol if t.marker else None
         symbol = (symbol[0] if isinstance(symbol, (tuple, list)) and symbol else symbol) or "circle"
         mode = "lines" if group == CEILINGS_GROUP else ("markers" if "markers" in (t.mode or "markers") else "lines")
-        name = BACKEND_NAMES.get(group) or {CEILINGS_GROUP: "ceilings (dashed: datasheet)"}.get(group, t.name)
+        name = BACKEND_NAMES.get(group) or {CEILINGS_GROUP: "ceilings (dashed: datasheet)",
+                                            FP8_BASELINES: "cuBLASLt fp8, each scaling mode"}.get(group, t.name)
         fig.add_trace(go.Scatter(x=[None], y=[None], mode=mode, name=name, legendgroup=group, showlegend=True,
                                  legendrank=t.legendrank, hoverinfo="skip", line=t.line,
                                  marker=dict(symbol=symbol if group not in BACKEND_NAMES else "circle",

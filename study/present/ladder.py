@@ -296,15 +296,26 @@ def chart(df: pd.DataFrame, ladder: Ladder, n: int, max_clock=None) -> go.Figure
                                                          width=1.2),
                       annotation_text=f"{ladder.baseline_name} {fmt_num(float(base['tflops']))}",
                       annotation_position="bottom right", annotation_font_size=11)
-    fig.update_xaxes(categoryorder="array", categoryarray=labels, title_text="stage")
+    fig.update_xaxes(categoryorder="array", categoryarray=labels,
+                     title_text="stage and form (scaling/accumulation)" if bases else "stage")
     lo, hi = min(lows) / 1.4, max(highs) * 1.4
-    ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
-             for m in (1, 2, 5) if lo <= m * 10.0 ** e <= hi]
+    ticks = []
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7)):     # a narrow range (a forms ladder) takes finer ticks
+        ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+                 for m in mantissas if lo <= m * 10.0 ** e <= hi]
+        if len(ticks) >= 3:
+            break
     fig.update_yaxes(type="log", title_text=f"TFLOP/s at {n}³ (log)", range=[np.log10(lo), np.log10(hi)],
                      tickvals=ticks, ticktext=[fmt_num(t) for t in ticks])
-    fig.update_layout(template="plotly_white", autosize=True, height=max(230, 80 + 25 * len(line)),
-                      margin=dict(l=60, r=10, t=10, b=50), font=dict(size=11),
-                      legend=dict(x=0.99, xanchor="right", y=0.02, yanchor="bottom", bgcolor="rgba(255,255,255,0.7)"))
+    if bases:           # a forms ladder's lines cross the whole plot: its legend goes below the axis title, clear
+        # of the points and of the mode bar above
+        legend = dict(orientation="h", x=0, xanchor="left", y=-0.42, yanchor="top")
+        below = 85
+    else:
+        legend = dict(x=0.99, xanchor="right", y=0.02, yanchor="bottom", bgcolor="rgba(255,255,255,0.7)")
+        below = 50
+    fig.update_layout(template="plotly_white", autosize=True, height=max(230, 80 + 25 * len(line)) + below - 50,
+                      margin=dict(l=60, r=10, t=10, b=below), font=dict(size=11), legend=legend)
     return fig
 
 
