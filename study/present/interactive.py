@@ -318,7 +318,7 @@ def _legend(key: dict, ranks: dict, several: set[str]) -> dict:
     group = _group(key["stage"], key["backend"])
     name = _name(key["stage"], key["backend"], key["impl"], key["precision"], several)
     legend = group
-    if group == BASELINES:   # a baseline's own entry; stage 16's four cuBLASLt modes share one (markers tell them apart)
+    if group == BASELINES:   # a baseline's own entry; the four cuBLASLt fp8 modes share one (markers tell them apart)
         legend = FP8_BASELINES if key["impl"].startswith("cublas:fp8") else f"{BASELINES}: {name}"
     return dict(name=name, legendgroup=legend,
                 legendgrouptitle_text=_group_title(group),
