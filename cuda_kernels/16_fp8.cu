@@ -18,7 +18,7 @@
 // Changed:     against stage 14: e4m3 operands, k32 wgmmas, B K-major, 128-deep k-tiles; a second fp32 sum per
 //              consumer (promotion), scales; stage 14's TMA-store epilogue for aligned D, register stores at any
 //              other alignment (the launcher's `store`, per call).
-// Why faster:  (a prediction: nothing here has run on a GPU) fp8 wgmma doubles fp16's rate per byte of operand,
+// Why faster:  (a prediction, made before the first GPU run) fp8 wgmma doubles fp16's rate per byte of operand,
 //              so a tile's mainloop is half as long against the same epilogue: the TMA-store epilogue (per 64x64
 //              piece, 4 stmatrix a warp and one TMA store, against 32 scattered 4-byte stores a thread) gives the
 //              tensor core back sooner, as it did for stage 14.  128x128 promoted tiles (a partial and a sum, 64
