@@ -26,8 +26,8 @@ from study.core.fp8 import validate_scaled
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
 from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8Launch, CudaLaunch, CudaModelDispatch,
-                                    CudaPresplitLaunch, CudaSplitTmaLaunch, CudaTmaLaunch, CudaTypedLaunch, TorchLaunch,
-                                    TritonLaunch)
+                                    CudaPresplitLaunch, CudaSplitKLaunch, CudaSplitTmaLaunch, CudaTmaLaunch,
+                                    CudaTypedLaunch, TorchLaunch, TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -384,6 +384,35 @@ def _fp8_stage() -> list[Impl]:
     return impls
 
 
+# Stage 17: decode-shaped GEMMs (cuda_kernels/17_split_k.cu): one swap-AB kernel, its grid picked per form ("the
+# work": (tile, 64-deep k-slice) iterations, a block taking a contiguous run of them).  Name suffix -> (policy,
+# title), in ladder order: each form adds one technique to the one before.
+SPLIT_K_FORMS = {
+    "-tiles": ("tiles", "swap-AB, one block a tile"),
+    "-splitk": ("split", "swap-AB, split-K"),
+    "-streamk": ("stream", "swap-AB, stream-K"),
+    "": ("model", "swap-AB, split or stream by a model"),
+}
+
+
+def _split_k(policy: str) -> CudaSplitKLaunch:
+    return CudaSplitKLaunch("17_split_k.cu", "split_k_m{mt}_{pair}", (256, 1, 1), (16, 128), pairs=HALF_IO_TAGS,
+                            policy=policy)
+
+
+def _split_k_stage() -> list[Impl]:
+    s = stage("17")
+    impls = [_tc_impl(f"cuda:{s.key}{suffix}", "cuda", s, HALF_IO, _split_k(policy), _cuda_sources(f"{s.key}.cu"),
+                      f"{s.title.split(':')[0]} ({title})", BOTH_LAYOUTS)
+             for suffix, (policy, title) in SPLIT_K_FORMS.items()]
+    return impls + [
+        _tc_impl(f"triton:{s.key}", "triton", s, HALF_IO, TritonLaunch(s.key), _triton_sources(s.key),
+                 layouts=BOTH_LAYOUTS),
+        _tc_impl(f"gluon:{s.key}", "gluon", s, HALF_IO, TritonLaunch(f"gluon.{s.key}"),
+                 (*_gluon_sources(s.key), TRITON_DIR / f"{s.key}.py"), layouts=BOTH_LAYOUTS),
+    ]
+
+
 def _fp8_baselines() -> list[Impl]:
     """cuBLASLt through torch._scaled_mm, one per scaling mode torch takes on Hopper (study/launch/cublas_fp8.py),
     and per-tensor with fast accumulation (no promotion: the tcacc forms' baseline)."""
@@ -407,6 +436,14 @@ def _fp8_baselines() -> list[Impl]:
 _BEST_EXPLORE = dict(source="09_best_simt.cu", defines=("BEST_EXPLORE",), aligned_only=True)
 _MMA_EXPLORE = dict(pairs=HALF_IO_TAGS, defines=("MMA_EXPLORE",), aligned_only=True)
 VARIANTS: dict[str, dict[str, CudaLaunch]] = {
+    "cuda:17_split_k": {   # 64-deep slices: one block an SM, two (M <= 16, <= 64), an 8-slot ring (M <= 16)
+        "k64": dataclasses.replace(_split_k("model"), entry="x17_k64_m{mt}_{pair}", token_tiles=(16, 64),
+                                   defines=("SPLITK_EXPLORE",)),
+        "b2": dataclasses.replace(_split_k("model"), entry="x17_b2_m{mt}_{pair}", token_tiles=(16, 64),
+                                  defines=("SPLITK_EXPLORE",)),
+        "s8": dataclasses.replace(_split_k("model"), entry="x17_s8_m{mt}_{pair}", token_tiles=(16,),
+                                  defines=("SPLITK_EXPLORE",)),
+    },
     "cuda:09_best_simt": {
         "x_128x128_8x8": CudaLaunch(entry="x_128x128_8x8", block=(256, 1, 1), tile=(128, 128), **_BEST_EXPLORE),
         "x_256x128_16x8": CudaLaunch(entry="x_256x128_16x8", block=(256, 1, 1), tile=(256, 128), **_BEST_EXPLORE),
@@ -487,6 +524,7 @@ _IMPLS: list[Impl] = [
     *_wgmma_stage(),
     *_tcec_stage(),
     *_fp8_stage(),
+    *_split_k_stage(),
     Impl("cublas", "cublas", None, {**FP32, **HALF}, TorchLaunch("gemm_fp32"),
          (_BASELINES / "cublas.py",), "cuBLAS (torch.addmm, TF32 off)"),
     Impl("cublas:fp64", "cublas", None, {"fp64": "fp64"}, TorchLaunch("gemm_fp64", "cublas_tc"),

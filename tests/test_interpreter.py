@@ -26,7 +26,7 @@ BF16_XFAIL = pytest.mark.xfail(strict=True, reason="Triton interpreter: tl.dot o
 
 
 def _uses_dot(impl) -> bool:
-    tensor_cores = ("10", "11", "12", "13", "14", "15")
+    tensor_cores = ("10", "11", "12", "13", "14", "15", "17")
     return impl.name in USES_DOT or (impl.stage is not None and impl.stage.number in tensor_cores)
 
 

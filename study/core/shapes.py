@@ -26,9 +26,15 @@ LLAMA3 = (
     ("70B qkv, 2048 tokens", 2048, 10240, 8192),
     ("70B o, 2048 tokens", 2048, 8192, 8192),
 )
-PRESETS = {"square": "M = N = K", "llama3": "Llama 3 8B and 70B projections", "all": "square and llama3"}
+# `decode`: the same projections at 1 and 64 tokens (with llama3's 16, stage 17's family: GEMMs bound by reading the weights).
+# Not in `all` (the default sweep): python -m study.sweep --shapes decode measures it.
+DECODE_TOKENS = (1, 64)
+DECODE = tuple((f"{name.split(', ')[0]}, {m} token{'s' if m > 1 else ''}", m, n, k)
+               for m in DECODE_TOKENS for name, m16, n, k in LLAMA3 if m16 == 16)
+PRESETS = {"square": "M = N = K", "llama3": "Llama 3 8B and 70B projections", "all": "square and llama3",
+           "decode": "the Llama 3 projections at 1 and 64 tokens"}
 
 
 def shape_name(M: int, N: int, K: int) -> str:
     """A shape's name in the model preset ("8B qkv, 16 tokens"), "MxNxK" otherwise."""
-    return next((name for name, m, n, k in LLAMA3 if (m, n, k) == (M, N, K)), f"{M}x{N}x{K}")
+    return next((name for name, m, n, k in LLAMA3 + DECODE if (m, n, k) == (M, N, K)), f"{M}x{N}x{K}")

@@ -226,6 +226,14 @@ STAGES: tuple[Stage, ...] = (
         "fp32 registers (times the block's scales), because the fp8 accumulator keeps about 13 mantissa bits.  "
         "One form leaves the whole K in the tensor core, to show what promotion buys.",
     ),
+    Stage(
+        "17", "split_k", "Decode GEMMs: swap-AB, split-K and stream-K at DRAM speed",
+        "seed 004 (the bandwidth-bound regime: bytes per FLOP decide); Osama et al., Stream-K (PPoPP 2023)",
+        "At M <= 128 tokens a GEMM's cost is reading the weights B once.  The tokens move to mma's narrow side "
+        "(swap-AB: 128 columns of D by 16-128 tokens a tile) and K is cut over the blocks (split-K, or stream-K: "
+        "every SM the same number of k-slices), so a 4096-column layer keeps all SMs streaming; the partial "
+        "sums are added by the tile's last block in block order, so D is bit-identical run to run.",
+    ),
 )
 
 

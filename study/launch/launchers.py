@@ -622,3 +622,111 @@ class CudaFp8Launch(CudaLaunch):
             launch()
             return operands
         return Bound(run, lambda: self.resources(self.entry))
+
+
+SPLIT_K_PARAMS = ("M:int N:int K:int alpha:double A:ptr lda:i64 B:ptr ldb:i64 beta:double C:ptr ldc:i64 D:ptr ldd:i64 "
+                  "a_col:int b_col:int ws:ptr counters:ptr map_w:tmap map_x:tmap")
+
+
+@dataclass(frozen=True)
+class CudaSplitKLaunch(CudaTypedLaunch):
+    """Stage 17's swap-AB kernel (cuda_kernels/17_split_k.cu): tiles of 128 columns of D by MT tokens (the first
+    of `token_tiles` that holds M, else the last), K cut into slices (BK deep, the entry's exported `_bk`), and a
+    1-D grid of G blocks, block g taking iterations [g T / G, (g + 1) T / G) of T = tiles x slices.  `policy` picks
+    G: "tiles" one block a
+    tile; "split" S blocks a tile (S = SMs // tiles, at least 1: split-K in one wave); "stream" one block an SM
+    (stream-K); "model" the least modelled time of the three (`modelled`).  The workspace (two fp32 partial
+    tiles a block) and the tiles' counters are allocated and zeroed once per bound call; the kernel leaves the
+    counters at zero.  Layouts: A and B each row- or column-major, at run time (a_col, b_col).  The copy engine
+    reads B (and row-major A) through tensor maps where they are 16-byte aligned in start and pitch; any other
+    call takes the _unaligned entry, which loads element by element (its maps are placeholders, never read)."""
+    token_tiles: tuple[int, ...] = (16, 64, 128)
+    policy: str = "model"
+    fixup: float = 2.0               # the model's cost of a tile's fix-up, in k-slices a 16-token partial
+    POLICIES = ("tiles", "split", "stream")
+
+    def params(self, entry: str = "") -> tuple:
+        return params(SPLIT_K_PARAMS)
+
+    def _mt(self, M: int) -> int:
+        return next((t for t in self.token_tiles if M <= t), self.token_tiles[-1])
+
+    def entries(self) -> tuple[str, ...]:
+        names = [self.entry.format(mt=mt, pair=tag) for mt in self.token_tiles for _, tag in self.pairs]
+        return tuple(names + [n + "_unaligned" for n in names])
+
+    @staticmethod
+    def _tma(p) -> bool:
+        return aligned16(p.b) and (p.a_col or aligned16(p.a))
+
+    def entry_for(self, p) -> str:
+        name = self.entry.format(mt=self._mt(p.mnk[0]), pair=dict(self.pairs)[dtype_name(p.a.dtype)])
+        return name if self._tma(p) else name + "_unaligned"
+
+    def expected_facts(self, entry: str) -> dict[str, int]:
+        mt = next(t for t in self.token_tiles if entry.startswith(self.entry.format(mt=t, pair="")))
+        return {f"{entry}_bm": mt, f"{entry}_bn": self.tile[1], f"{entry}_threads": self.block[0]}
+
+    def shapes(self, sms: int) -> list[tuple[int, int]]:
+        """One ragged M x N per token tile (M three short of it, N of five column tiles and 3): what the sanitizer
+        runs, aligned (each tile's TMA entry) and with A shifted (its _unaligned twin)."""
+        return [(mt - 3, 5 * self.tile[1] + 3) for mt in self.token_tiles]
+
+    def fact(self, M: int, name: str) -> int:
+        """What the entry M takes exports as `<entry>_<name>`: "per_sm" (blocks an SM holds), "bk" (a slice's k)."""
+        entry = self.entry.format(mt=self._mt(M), pair=self.pairs[0][1])
+        return build(CUDA_DIR / self.source, flags=self.flags()).exports[f"{entry}_{name}"]
+
+    def counts(self, M: int, N: int, K: int) -> tuple[int, int]:
+        """(tiles, k-slices a tile)."""
+        return -(-M // self._mt(M)) * -(-N // self.tile[1]), -(-K // self.fact(M, "bk"))
+
+    def grid_of(self, policy: str, M: int, N: int, K: int, sms: int) -> int:
+        """G for `policy` on a GPU of `sms` SMs (`sms` x the blocks an SM holds: the slots of one wave)."""
+        tiles, kit = self.counts(M, N, K)
+        if policy == "tiles":
+            return tiles
+        if policy == "split":
+            return tiles * max(1, min(kit, sms // tiles))
+        return min(tiles * kit, sms)
+
+    def modelled(self, policy: str, M: int, N: int, K: int, sms: int) -> float:
+        """A call's time in k-slices of one block: the longest block's slices, per wave of `sms` blocks, plus a
+        fix-up (the partials' round trip, as many slices as `fixup` x MT / 16) where a tile is split."""
+        tiles, kit = self.counts(M, N, K)
+        G = self.grid_of(policy, M, N, K, sms)
+        longest = -(-(tiles * kit) // G) * -(-G // sms)
+        return longest + (self.fixup * self._mt(M) / 16 if G > tiles or (tiles * kit) % G else 0.0)
+
+    def pick(self, M: int, N: int, K: int, sms: int) -> str:
+        if self.policy != "model":
+            return self.policy
+        return min(self.POLICIES, key=lambda pol: self.modelled(pol, M, N, K, sms))   # the first of equals
+
+    def bind(self, name: str, p) -> Bound:
+        M, N, K = p.mnk
+        dev = p.a.device
+        entry = self.entry_for(p)
+        k = self.kernel(entry, dev)
+        slots = driver.sm_count(dev) * self.fact(M, "per_sm")
+        G = self.grid_of(self.pick(M, N, K, slots), M, N, K, slots)
+        tiles, _ = self.counts(M, N, K)
+        if G > 2**31 - 1:
+            raise ValueError(f"{name}: a {M}x{N}x{K} call needs {G} blocks; the launch allows 2**31-1")
+        mt = self._mt(M)
+        ws = torch.empty(2 * G * self.tile[1] * mt, dtype=torch.float32, device=dev)
+        counters = torch.zeros(tiles, dtype=torch.int32, device=dev)
+        if self._tma(p):     # W^T rows (B column-major) in boxes of 128 x 64, else B's rows in boxes of BK x 64
+            bk = self.fact(M, "bk")
+            map_w = driver.tensor_map_2d(p.b.t() if p.b_col else p.b, (self.tile[1], 64) if p.b_col else (bk, 64))
+            map_x = map_w if p.a_col else driver.tensor_map_2d(p.a, (mt, 64))
+        else:
+            map_w = map_x = driver.tensor_map_2d(ws[:16].view(1, 16), (1, 16))   # placeholders, never read
+        launch = driver.prepared(k, (G, 1, 1), self.block, k.smem, {
+            **self._gemm_args(p), "a_col": int(p.a_col), "b_col": int(p.b_col), "ws": ws, "counters": counters,
+            "map_w": map_w, "map_x": map_x}, dev)
+
+        def run():
+            launch()
+            return ws, counters   # the workspace lives as long as the call
+        return Bound(run, lambda: self.resources(entry))

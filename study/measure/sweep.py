@@ -25,7 +25,7 @@ from study import registry
 from study.core.clock import IDLE_MIN_CALL_MS
 from study.core.paths import CUDA_DIR
 from study.core.schema import RESULT_COLUMNS
-from study.core.shapes import LLAMA3, PRESETS, QUICK_SQUARE, SQUARE
+from study.core.shapes import DECODE, LLAMA3, PRESETS, QUICK_SQUARE, SQUARE
 from study.measure import shard
 
 REPORTS = registry.ROOT / "reports"
@@ -47,13 +47,15 @@ def parse_shapes(spec: str, quick: bool) -> list[tuple[int, int, int, str]]:
             shapes += [(n, n, n, "square") for n in (QUICK_SQUARE if quick else SQUARE)]
         elif part == "llama3":
             shapes += [(m, n, k, "llama3") for _, m, n, k in LLAMA3]
+        elif part == "decode":
+            shapes += [(m, n, k, "decode") for _, m, n, k in DECODE]
         elif part == "all":
             shapes += parse_shapes("square,llama3", quick)
         else:
             try:
                 m, n, k = (int(v) for v in part.lower().split("x"))
             except ValueError:
-                raise SystemExit(f"--shapes: {part!r} is not a preset (square, llama3, all) or MxNxK") from None
+                raise SystemExit(f"--shapes: {part!r} is not a preset (square, llama3, decode, all) or MxNxK") from None
             shapes.append((m, n, k, "square" if m == n == k else "custom"))
     return shapes
 
@@ -135,7 +137,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
                     help="comma list of backends (default: %(default)s)")
     ap.add_argument("--dtypes", default=None, help="comma list of input dtypes (default: every dtype an "
                                                    "implementation declares)")
-    ap.add_argument("--shapes", default="all", help="square, llama3, all, or MxNxK[,MxNxK...] (default: all)")
+    ap.add_argument("--shapes", default="all",
+                    help="square, llama3, decode, all, or MxNxK[,MxNxK...] (default: all; decode is not in all)")
     ap.add_argument("--quick", action="store_true", help="fewer square sizes, no llama3 shapes, half the timing budget")
     ap.add_argument("--resume", action="store_true", help="keep results.csv and skip rows already in it")
     ap.add_argument("--gpus", default=None, help="'all' or a count: that many GPUs of this host, one torchrun rank "
