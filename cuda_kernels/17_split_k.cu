@@ -3,30 +3,36 @@
 // Technique:   D = A W with few rows of A (tokens) is bound by reading W (B, K x N) once.  Swap-AB: each block
 //              computes a 128 x MT tile of D^T = W^T A^T, so W's columns fill mma.sync m16n8k16's 16-row side
 //              and the tokens its n8 side (MT = 16, 64 or 128 tokens a tile; stage 13 would spend a 128-row tile
-//              on 16 tokens).  8 warps own 16 columns of W each, over all MT tokens.  W and A reach shared memory
-//              by cp.async in 64-deep k-slices through a ring of 8 slots (6 at MT = 128), 128-byte-swizzled rows
-//              read by ldmatrix (.trans for row-major W).  The work is (tile, k-slice) iterations; a grid of G
-//              blocks gives block g the iterations [g T / G, (g + 1) T / G): G = tiles is one block a tile (no
-//              split), G = tiles x S splits each tile's K S ways (split-K), G = SMs balances every SM to within
-//              one k-slice (stream-K).  The ring runs on across a block's tiles.  A block that does all of a
-//              tile's K stores D; one that does part writes fp32 partials into its own workspace slot, and the
-//              tile's last block to arrive (an integer counter) adds the tile's partials in block order, so D is
-//              bit-identical from run to run: no float atomics.
+//              on 16 tokens).  8 warps own 16 columns of W each, over all MT tokens.  The copy engine brings W and
+//              A in 128-deep k-slices (64-deep boxes, 128-byte swizzle; thread 0 issues them onto the slot's full
+//              mbarrier) through a ring of 4 slots (3 at MT = 128), read by ldmatrix (.trans for row-major W).
+//              The work is (tile, k-slice) iterations; a grid of G blocks gives block g the iterations
+//              [g T / G, (g + 1) T / G): G = tiles is one block a tile (no split), G = tiles x S splits each
+//              tile's K S ways (split-K), G = SMs balances every SM to within one k-slice (stream-K).  The ring
+//              runs on across a block's tiles.  A block that does all of a tile's K stores D; one that does part
+//              writes fp32 partials into its own workspace slot, and the tile's last block to arrive (an integer
+//              counter) adds the tile's partials in block order, so D is bit-identical from run to run: no float
+//              atomics.
 // Reproduces:  no seed covers decode GEMMs; seed 004's bandwidth-bound lesson at the scale LLM inference runs.
 //              Stream-K: Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix
 //              Multiplication on the GPU" (PPoPP 2023); the deterministic fix-up in block order is its "tile
 //              fix-up" with a fixed reduction order.
 // Changed:     against stage 13 (cp.async, swizzle, ldmatrix, mma.sync): the operands' roles swapped (W in mma's A
-//              fragment), tiles of 128 x MT, the k-range split over blocks with a deterministic fix-up.
-// Why faster:  (a prediction) bytes in flight per SM: 8 slots of 16 KiB of W (6 at MT = 128) = 128 KiB (96 KiB);
-//              Little's law with ~1 us of loaded DRAM latency at 3.35 TB/s (H100) needs ~25 KiB an SM, at
-//              4.8 TB/s (H200) ~37 KiB, so the ring has 3x margin.  Split or stream-K puts every SM to work on a
-//              W of 32 tiles (4096 columns), where one block a tile would leave 100 of 132 SMs idle.
-// Ragged edges: chunks past M, N or K are zero-filled in shared memory; a 16-byte chunk that straddles K, N or
-//              M's end is loaded element by element; stores are masked per element.
-// Alignment:   the aligned entries need A, B, C and D 16-byte aligned in start and pitch (the launcher checks);
-//              their _unaligned twins load element by element.  Column-major A (tokens contiguous) is loaded
-//              element by element into the token-major tile at any alignment.
+//              fragment), tiles of 128 x MT, TMA for the operands, the k-range split over blocks with a
+//              deterministic fix-up.
+// Why faster:  (a prediction) bytes of W in flight per SM: 3 slots of 32 KiB ahead of the one computed (2 at
+//              MT = 128): 96 KiB.  Little's law with ~1 us of loaded DRAM latency at 3.35 TB/s (H100) needs ~25 KiB
+//              an SM, at 4.8 TB/s (H200) ~37 KiB.  Split or stream-K puts every SM to work on a W of 32 tiles
+//              (4096 columns), where one block a tile would leave 100 of 132 SMs idle.
+// Measured:    H200, the rows of 610f4a3 (bf16, W row-major, % of cuBLAS timed beside it, GB/s of compulsory
+//              traffic): 1x4096x4096 88.6% (1921 GB/s), 1x8192x28672 90.5% (3844 GB/s), 64x4096x4096 62.3%
+//              (1520 GB/s), 64x8192x28672 84.8% (3443 GB/s).  Below cuBLAS on every decode shape, and below its
+//              Triton twin on most (docs/17_split_k.md).
+// Ragged edges: the copy engine reads zeros past M, N and K; the _unaligned entries zero-fill chunks past them
+//              and load a chunk that straddles an edge element by element; stores are masked per element.
+// Alignment:   the TMA entries need B (and row-major A) 16-byte aligned in start and pitch (the launcher checks);
+//              the _unaligned twins load element by element.  Column-major A (tokens contiguous) is loaded
+//              element by element into the token-major tile at any alignment.  C and D: any (element stores).
 // Range:       any M, N, K >= 1 (tiles over M past MT); the workspace holds two fp32 partial tiles a block.
 #include <cuda.h>   // CUtensorMap
 #include <cuda_bf16.h>

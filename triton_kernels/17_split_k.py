@@ -18,6 +18,10 @@ Changed:    against Triton 13: operands swapped (W^T the left operand), [128, MT
             programs with a fix-up; pointer loads with strides, so A and B may each be row- or column-major.
 Why faster: (a prediction) one program a tile would leave most SMs idle on a W of a few 128-column tiles;
             stream-K gives every SM the same number of k-slices (within one), so the whole chip streams W.
+Measured:   H200, the rows of 610f4a3 (bf16, W row-major, % of cuBLAS timed beside it, GB/s of compulsory traffic):
+            1x4096x4096 85.4% (1850 GB/s), 1x8192x28672 96.9% (4114 GB/s), 64x4096x4096 68.7% (1677 GB/s),
+            64x8192x28672 93.6% (3800 GB/s): the fastest of the stage's three forms on most decode shapes, below
+            cuBLAS on every one.
 Ragged edges: masked loads zero-fill past M, N and K (per element); stores are masked; beta == 0 (HAS_C=False)
             compiles no load of C.
 Alignment:  any start and pitch, one kernel: masked pointer loads.  gemm() picks the launch: where the JIT can prove
@@ -29,7 +33,7 @@ Compiles to (Triton 3.6, sm_90a, offline; ptxas -v): wgmma.mma_async m64n{MT}k16
             100,352 with column-major A), 96-237 registers, no spills.  Element-wise path: 8 / 32 / 64 KiB, up to 255
             registers, spills up to 88 bytes at MT 64 and 580 at MT 128.
 Range:      any M, N, K >= 1 (64-bit offsets and iteration counts); workspace 2 G x 128 x MT fp32, one int32
-            counter a tile, both cached per (device, stream, M, N, K) and reused by every call.
+            counter a tile, both cached per (form, device, stream, M, N, K) and reused by every call.
 """
 from __future__ import annotations
 
