@@ -10,7 +10,7 @@ its module gives NUMBER (the stage's), FILES (the data files it reads, linked fr
 `extra(report_dir)`: {"id", "title", "html", "caption", "file"}, the part's figure (html, None while its file is
 not there) and the words under it.
 """
-from study.present import fp8, tcec
+from study.present import decode, fp8, tcec
 
 STAGE_PAGES = (tcec,)
-STAGE_EXTRAS = (fp8,)
+STAGE_EXTRAS = (fp8, decode)

@@ -1,0 +1,138 @@
+"""The decode stage's part of its own page (stage-NN.html): its GEMMs as weight reads, shape by shape.
+
+At 1 to 64 tokens a GEMM's time is reading W (K x N) once, so its rows are read in GB/s of compulsory traffic and in
+% of the DRAM copy ceiling (ceilings.json's dram_gbps, a device-to-device copy, bytes read + written), beside each
+form's time against cuBLAS.  The table holds the results.csv rows of the decode family (the `decode` preset and the
+16-token `llama3` projections, study/core/shapes.py) in their first dtype measured; the lead sentence says what they
+show.  Without rows the page says the family is not yet measured here.
+
+The report reaches it through study/present/pages.py (STAGE_EXTRAS): `NUMBER`, `FILES` and `extra(report_dir)`.
+"""
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from study.core import stages
+from study.core.shapes import DECODE, LLAMA3
+from study.measure.frame import load_json, load_results
+from study.present.formatting import fmt_num
+
+NUMBER = stages.stage("split_k").number
+ID = "decode-family"
+FILES = ()
+FAMILY = {(m, n, k) for _, m, n, k in DECODE} | {(m, n, k) for _, m, n, k in LLAMA3 if m == 16}
+BIG_W = 100e6          # bytes of W from which the copy's rate is the mark
+LADDER = ("-tiles", "-splitk", "-streamk", "")   # the CUDA forms, one technique a step; the main form last
+
+
+def _rows(report_dir: Path) -> tuple[pd.DataFrame, str | None]:
+    """The passing rows of the family (this stage's and cuBLAS's) in the first dtype that has this stage's rows."""
+    df, _ = load_results(Path(report_dir) / "results.csv")
+    if df.empty:
+        return df, None
+    family = pd.Series([(m, n, k) in FAMILY for m, n, k in zip(df["M"], df["N"], df["K"])], index=df.index)
+    df = df[family & df["passed"].astype(bool)]
+    mine = df[df["stage"].astype(str).str.zfill(2) == NUMBER]
+    if mine.empty:
+        return mine, None
+    dtype = sorted(mine["dtype"].unique(), key=lambda d: d != "bf16")[0]
+    return df[(df["dtype"] == dtype) & ((df["stage"].astype(str).str.zfill(2) == NUMBER)
+                                        | (df["impl"] == "cublas"))], dtype
+
+
+def _forms(rows: pd.DataFrame) -> list[str]:
+    """The stage's forms in the table's order: CUDA, Triton, Gluon, each backend's in ladder order (LADDER)."""
+    order = {"cuda": 0, "triton": 1, "gluon": 2}
+    names = rows.loc[rows["impl"] != "cublas", ["impl", "backend"]].drop_duplicates()
+
+    def rung(name: str) -> int:
+        suffix = name.split(":", 1)[1][len(stages.stage(NUMBER).key):]
+        return LADDER.index(suffix) if suffix in LADDER else len(LADDER)
+    return [n for n, _ in sorted(zip(names["impl"], names["backend"]), key=lambda p: (order.get(p[1], 3), rung(p[0])))]
+
+
+def _geomean(xs) -> float:
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def lesson(rows: pd.DataFrame, copy: float | None) -> str | None:
+    """One paragraph from the rows: cuBLAS's read rate against the copy, and each main form against cuBLAS."""
+    base = rows[rows["impl"] == "cublas"]
+    mains = [f for f in _forms(rows) if "-" not in f.split(":", 1)[1]]
+    if base.empty or not mains:
+        return None
+    parts = []
+    if copy:
+        pct = 100 * base["gbps"] / copy
+        parts.append(f"At 1 to 64 tokens these GEMMs read the weights once: cuBLAS moves its bytes at "
+                     f"{pct.min():.0f}-{pct.max():.0f}% of the copy's rate, the least on the smallest W.")
+    ratios = []
+    for f in mains:
+        r = rows[rows["impl"] == f]["pct_cublas"].dropna() / 100
+        if len(r):
+            ratios.append(f"{f} {r.min():.2f}-{r.max():.2f}x (geometric mean {_geomean(r):.2f}x)")
+    if ratios:
+        parts.append("Against cuBLAS, over the " + fmt_num(rows[["M", "N", "K"]].drop_duplicates().shape[0])
+                     + " shapes: " + "; ".join(ratios) + ".")
+    return " ".join(parts) or None
+
+
+def table(rows: pd.DataFrame, copy: float | None) -> str:
+    """An HTML table: a row per shape (tokens, then W's size), cuBLAS's time and read rate, each form's x cuBLAS."""
+    forms = _forms(rows)
+    head = ["M x N x K", "W MB", "cuBLAS us", "cuBLAS GB/s" + (" (% copy)" if copy else "")]
+    key = stages.stage(NUMBER).key
+    head += [html.escape(f.split(":", 1)[0] + f.split(":", 1)[1][len(key):]) for f in forms]
+    head.append("best GB/s" + (" (% copy)" if copy else ""))
+    out = ['<table class="data"><thead><tr><th colspan="4"></th>'
+           f'<th colspan="{len(forms)}">x cuBLAS</th><th></th></tr><tr>'
+           + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
+    shapes = sorted(set(zip(rows["M"], rows["N"], rows["K"])), key=lambda s: (s[0], s[1] * s[2]))
+    for m, n, k in shapes:
+        at = rows[(rows["M"] == m) & (rows["N"] == n) & (rows["K"] == k)]
+        b = at[at["impl"] == "cublas"]
+
+        def rate(gbps):
+            return fmt_num(gbps, 4) + (f" ({100 * gbps / copy:.0f}%)" if copy else "")
+        cells = [f"{m}x{n}x{k}", f"{n * k * 2 / 1e6:.0f}", fmt_num(float(b["ms"].iloc[0]) * 1e3) if len(b) else "",
+                 rate(float(b["gbps"].iloc[0])) if len(b) else ""]
+        for f in forms:
+            r = at[at["impl"] == f]["pct_cublas"]
+            cells.append(f"{float(r.iloc[0]) / 100:.2f}" if len(r) and not pd.isna(r.iloc[0]) else "")
+        mine = at[at["impl"] != "cublas"]
+        cells.append(rate(float(mine["gbps"].max())) if len(mine) else "")
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return "".join(out) + "</tbody></table>"
+
+
+def extra(report_dir: Path) -> dict:
+    """The page's part: {"id", "title", "html", "caption", "lead", "file"}; html None when not yet measured."""
+    rows, dtype = _rows(report_dir)
+    title = "The decode family: weight reads against the copy and cuBLAS"
+    if dtype is None:
+        return {"id": ID, "title": title, "html": None, "file": "results.csv", "lead": None,
+                "caption": "Not yet measured here: no row of this stage at the decode shapes (python -m study.sweep "
+                           "--shapes decode, and the 16-token llama3 shapes of the default sweep)."}
+    copy = ((load_json(Path(report_dir) / "ceilings.json") or {}).get("measured") or {}).get("dram_gbps")
+    mine, base = rows[rows["impl"] != "cublas"], rows[rows["impl"] == "cublas"]
+    apart = sorted({f"{m}x{n}x{k}" for m, n, k, c in zip(base["M"], base["N"], base["K"], base["commit"])
+                    if c not in set(mine[(mine["M"] == m) & (mine["N"] == n) & (mine["K"] == k)]["commit"])})
+    big = mine[mine["N"] * mine["K"] * 2 >= BIG_W]
+    caption = (f"results.csv, {dtype}, W row-major, the stage's rows of commit {', '.join(sorted(set(mine['commit'])))}"
+               f": each form's time against the cuBLAS row of the same shape (x cuBLAS, from pct_cublas; a column "
+               f"per form, named backend and suffix: cuda-tiles is cuda:{stages.stage(NUMBER).key}-tiles), GB/s of "
+               f"compulsory traffic (A, W and D once)"
+               + (f", % of the {fmt_num(copy, 4)} GB/s copy ceiling (ceilings.json)" if copy else "") + ".")
+    if apart:
+        caption += (f"  The cuBLAS rows of {', '.join(apart)} come from another sweep than the forms' (commit "
+                    f"{', '.join(sorted(set(base['commit']) - set(mine['commit'])))}), not timed beside them.")
+    if len(big) and copy:
+        caption += (f"  Where W is 100 MB or more, the best form reads at {100 * big['gbps'].max() / copy:.0f}% of "
+                    f"the copy at most.")
+    return {"id": ID, "title": title, "file": "results.csv", "caption": caption, "lead": lesson(rows, copy),
+            "html": table(rows, copy)}
