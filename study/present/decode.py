@@ -29,9 +29,8 @@ BIG_W = 100e6          # bytes of W from which the copy's rate is the mark
 LADDER = ("-tiles", "-splitk", "-streamk", "")   # the CUDA forms, one technique a step; the main form last
 
 
-def _rows(report_dir: Path) -> tuple[pd.DataFrame, str | None]:
+def _rows(df: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """The passing rows of the family (this stage's and cuBLAS's) in the first dtype that has this stage's rows."""
-    df, _ = load_results(Path(report_dir) / "results.csv")
     if df.empty:
         return df, None
     family = pd.Series([(m, n, k) in FAMILY for m, n, k in zip(df["M"], df["N"], df["K"])], index=df.index)
@@ -58,6 +57,29 @@ def _forms(rows: pd.DataFrame) -> list[str]:
 def _geomean(xs) -> float:
     xs = [x for x in xs if x > 0]
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def _copy(report_dir: Path) -> float | None:
+    """The DRAM copy ceiling of ceilings.json (GB/s, bytes read + written), if measured."""
+    return ((load_json(Path(report_dir) / "ceilings.json") or {}).get("measured") or {}).get("dram_gbps")
+
+
+def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
+    """The stage's finding for the front page, as (topic, text, chart family): its lesson, from the results given
+    (stale rows left out by the caller)."""
+    rows, dtype = _rows(df)
+    base, copy = rows[rows["impl"] == "cublas"], _copy(report_dir)
+    mains = [f for f in _forms(rows) if "-" not in f.split(":", 1)[1]]
+    if not dtype or base.empty or not mains:
+        return []
+    names = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
+    means = ", ".join(f"{_geomean(rows[rows['impl'] == f]['pct_cublas'].dropna() / 100):.2f}x "
+                      f"({names.get(f.split(':')[0], f)})" for f in mains)
+    text = ((f"At 1 to 64 tokens cuBLAS reads the weights at {100 * base['gbps'].min() / copy:.0f}-"
+             f"{100 * base['gbps'].max() / copy:.0f}% of the copy's rate; " if copy else "At 1 to 64 tokens, ")
+            + f"stage {NUMBER}'s forms run at {means} of its speed, geometric means over "
+            + f"{rows[['M', 'N', 'K']].drop_duplicates().shape[0]} shapes.")
+    return [("Decode GEMMs: a read of the weights", text, "")]
 
 
 def lesson(rows: pd.DataFrame, copy: float | None) -> str | None:
@@ -112,13 +134,13 @@ def table(rows: pd.DataFrame, copy: float | None) -> str:
 
 def extra(report_dir: Path) -> dict:
     """The page's part: {"id", "title", "html", "caption", "lead", "file"}; html None when not yet measured."""
-    rows, dtype = _rows(report_dir)
+    rows, dtype = _rows(load_results(Path(report_dir) / "results.csv")[0])
     title = "The decode family: weight reads against the copy and cuBLAS"
     if dtype is None:
         return {"id": ID, "title": title, "html": None, "file": "results.csv", "lead": None,
                 "caption": "Not yet measured here: no row of this stage at the decode shapes (python -m study.sweep "
                            "--shapes decode, and the 16-token llama3 shapes of the default sweep)."}
-    copy = ((load_json(Path(report_dir) / "ceilings.json") or {}).get("measured") or {}).get("dram_gbps")
+    copy = _copy(report_dir)
     mine, base = rows[rows["impl"] != "cublas"], rows[rows["impl"] == "cublas"]
     apart = sorted({f"{m}x{n}x{k}" for m, n, k, c in zip(base["M"], base["N"], base["K"], base["commit"])
                     if c not in set(mine[(mine["M"] == m) & (mine["N"] == n) & (mine["K"] == k)]["commit"])})

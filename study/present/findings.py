@@ -2,7 +2,7 @@
 
 Each finding is a topic, a sentence or two, and the family of the chart that shows it (study/present/interactive.py).
 The landing page, each GPU's page and the README's results block (python -m study.report --readme) all print
-these; a stage with its own page module (present/pages.py) adds its own findings.  Only passing rows count, and
+these; a stage with its own page module or page part (present/pages.py) adds its own findings.  Only passing rows count, and
 a stale row (measured on code that has changed since) is left out by the caller.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from study.core.stages import STAGES
 from study.core.paths import CUDA_DIR
 from study.measure.frame import load_json, variant_of
 from study.present import ladder, spread
-from study.present.pages import STAGE_PAGES
+from study.present.pages import STAGE_EXTRAS, STAGE_PAGES
 from study.present.stage_pages import repo_file
 
 BACKENDS = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
@@ -208,7 +208,7 @@ def findings(df: pd.DataFrame, report_dir: Path, ptx: dict | None = None) -> lis
     clock = (load_json(Path(report_dir) / "environment.json") or {}).get("sm_clock_max_mhz")
     out = [f(at, size, clock) for f in (simt_ladder, best_simt, versus_cuda, tensor_core_ladder)]
     out += [instructions(at, size, ptx or {}), triton_losses(at, size)]
-    for page in STAGE_PAGES:
+    for page in (*STAGE_PAGES, *STAGE_EXTRAS):
         out += [Finding(topic, text, family) for topic, text, family in page.findings(df, report_dir, size)]
     return [f for f in out if f is not None]
 

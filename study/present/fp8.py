@@ -72,9 +72,8 @@ PROMOTED, UNPROMOTED = "fp8e4m3-tensor/fp32acc", "fp8e4m3-tensor/tcacc"
 LESSON_SIZE = 4096
 
 
-def _speed(report_dir: Path) -> list[tuple[str, float, float]]:
+def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     """(backend, promoted TFLOP/s, unpromoted TFLOP/s) of the per-tensor forms at LESSON_SIZE^3, passing rows."""
-    df, _ = load_results(Path(report_dir) / "results.csv")
     n = LESSON_SIZE
     at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
     out = []
@@ -86,10 +85,11 @@ def _speed(report_dir: Path) -> list[tuple[str, float, float]]:
     return out
 
 
-def lesson(report_dir: Path, acc: pd.DataFrame | None) -> str | None:
-    """The stage's lesson in one paragraph, from the files: what promotion costs in speed (per-tensor promoted
-    against unpromoted, each backend, at LESSON_SIZE^3) and buys in accuracy (the error at the largest K)."""
-    speed = _speed(report_dir)
+def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
+    """The stage's lesson in one paragraph, from the results (df) and fp8_accuracy.csv (acc): what promotion costs
+    in speed (per-tensor promoted against unpromoted, each backend, at LESSON_SIZE^3) and buys in accuracy (the
+    error at the largest K)."""
+    speed = _speed(df)
     parts = []
     if speed:
         parts.append(f"Promotion costs speed: at {LESSON_SIZE}³ the per-tensor promoted form runs at "
@@ -109,9 +109,28 @@ def lesson(report_dir: Path, acc: pd.DataFrame | None) -> str | None:
                          f"stays at {_e(pro.max())}"
                          + (f", at the bf16 floor ({_e(floor.min())})" if len(floor) else "")
                          + f", while the unpromoted forms' grows to {_e(unp.max())}"
-                         + (f" (cuBLASLt's fast accumulation: {_e(fast.max())})" if len(fast) else "")
-                         + "; the figure below draws it against K.")
+                         + (f" (cuBLASLt's fast accumulation: {_e(fast.max())})" if len(fast) else "") + ".")
     return " ".join(parts) or None
+
+
+def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
+    """The stage's finding for the front page, as (topic, text, chart family): its lesson (promotion's cost and
+    gain), from the results given (stale rows left out by the caller) and fp8_accuracy.csv."""
+    speed, acc = _speed(df), load(report_dir)
+    if not speed:
+        return []
+    text = (f"At {LESSON_SIZE}³ promotion into fp32 every 128 k costs the per-tensor forms "
+            + ", ".join(f"{100 * (1 - p / u):.0f}% ({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')})"
+                        for b, p, u in speed) + " of their unpromoted speed")
+    if acc is not None:
+        ok = acc[(acc["error"] == "") & (acc["relerr"] > 0)]
+        at = ok[ok["K"] == ok["K"].max()]
+        pro = at[(at["precision"] == PROMOTED) & (at["backend"] != "cublas")]["relerr"]
+        unp = at[(at["precision"] == UNPROMOTED) & (at["backend"] != "cublas")]["relerr"]
+        if len(pro) and len(unp):
+            text += (f"; at K = {fmt_num(ok['K'].max())} it holds the error at {_e(pro.max())}, against "
+                     f"{_e(unp.max())} unpromoted")
+    return [("fp8: what promotion costs and buys", text + ".", "fp8")]
 
 
 def floor_text(acc: pd.DataFrame) -> str:
@@ -127,12 +146,13 @@ def floor_text(acc: pd.DataFrame) -> str:
 def extra(report_dir: Path) -> dict:
     """The page's part: {"id", "title", "html", "caption"}, the figure's html None when not yet measured."""
     acc = load(report_dir)
+    df, _ = load_results(Path(report_dir) / "results.csv")
     title = "Promotion's accuracy effect: error against K"
     if acc is None:
-        return {"id": ID, "title": title, "html": None, "file": FILE, "lead": lesson(report_dir, None),
+        return {"id": ID, "title": title, "html": None, "file": FILE, "lead": lesson(df, None),
                 "caption": f"Not yet measured: no {FILE} here (python -m study.accuracy writes it on a GPU, "
                            f"M = N = {SIZE}, K from 256 to 65536, all-positive uniform inputs)."}
-    lead = lesson(report_dir, acc)
+    lead = lesson(df, acc)
     where = ", ".join(sorted({f"{g}, commit {c}" for g, c in zip(acc["gpu"], acc["commit"]) if g}))
     raised = sorted(set(acc.loc[acc["error"] != "", "method"]))
     caption = (f"{FILE} ({where}): each implementation's D against the float64 product of its dequantized "
