@@ -153,6 +153,11 @@ def extra(report_dir: Path) -> dict:
     if apart:
         caption += (f"  The cuBLAS rows of {', '.join(apart)} come from another sweep than the forms' (commit "
                     f"{', '.join(sorted(set(base['commit']) - set(mine['commit'])))}), not timed beside them.")
+    host = rows.dropna(subset=["host_ms"]).groupby("backend")["host_ms"]
+    if len(host):
+        caption += ("  The host's time to issue one call from an idle GPU (host_ms; the timing's events exclude it): "
+                    + ", ".join(f"{b} {1e3 * lo:.0f}-{1e3 * hi:.0f} us" for b, (lo, hi)
+                                in host.agg(["min", "max"]).iterrows()) + ".")
     if len(big) and copy:
         caption += (f"  Where W is 100 MB or more, the best form reads at {100 * big['gbps'].max() / copy:.0f}% of "
                     f"the copy at most.")
