@@ -19,9 +19,10 @@ import pandas as pd
 from study.core import stages
 from study.core.shapes import DECODE, LLAMA3
 from study.measure.frame import load_json, load_results
+from study.present.figures import BACKEND_NAMES
 from study.present.formatting import fmt_num
 
-NUMBER = stages.stage("split_k").number
+NUMBER, KEY = stages.stage("split_k").number, stages.stage("split_k").key
 ID = "decode-family"
 FILES = ()
 FAMILY = {(m, n, k) for _, m, n, k in DECODE} | {(m, n, k) for _, m, n, k in LLAMA3 if m == 16}
@@ -49,7 +50,7 @@ def _forms(rows: pd.DataFrame) -> list[str]:
     names = rows.loc[rows["impl"] != "cublas", ["impl", "backend"]].drop_duplicates()
 
     def rung(name: str) -> int:
-        suffix = name.split(":", 1)[1][len(stages.stage(NUMBER).key):]
+        suffix = name.split(":", 1)[1][len(KEY):]
         return LADDER.index(suffix) if suffix in LADDER else len(LADDER)
     return [n for n, _ in sorted(zip(names["impl"], names["backend"]), key=lambda p: (order.get(p[1], 3), rung(p[0])))]
 
@@ -64,52 +65,52 @@ def _copy(report_dir: Path) -> float | None:
     return ((load_json(Path(report_dir) / "ceilings.json") or {}).get("measured") or {}).get("dram_gbps")
 
 
+def _summary(rows: pd.DataFrame, copy: float | None) -> tuple[str, list[tuple[str, pd.Series]], int] | None:
+    """(cuBLAS's read rate as "a-b% of the copy's rate" and where it is least, or "" without a copy ceiling; each
+    main form's times against cuBLAS; the number of shapes), or None without cuBLAS rows or main forms."""
+    base = rows[rows["impl"] == "cublas"]
+    mains = [(f, rows[rows["impl"] == f]["pct_cublas"].dropna() / 100) for f in _forms(rows)
+             if "-" not in f.split(":", 1)[1]]
+    mains = [(f, r) for f, r in mains if len(r)]
+    if base.empty or not mains:
+        return None
+    slowest = base.loc[base["gbps"].idxmin()]
+    rate = (f"{100 * base['gbps'].min() / copy:.0f}-{100 * base['gbps'].max() / copy:.0f}% of the copy's rate (the "
+            f"least at {slowest['N'] * slowest['K'] * 2 / 1e6:.0f} MB of W)" if copy else "")
+    return rate, mains, rows[["M", "N", "K"]].drop_duplicates().shape[0]
+
+
 def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
-    """The stage's finding for the front page, as (topic, text, chart family): its lesson, from the results given
-    (stale rows left out by the caller)."""
-    rows, dtype = _rows(df)
-    base, copy = rows[rows["impl"] == "cublas"], _copy(report_dir)
-    mains = [f for f in _forms(rows) if "-" not in f.split(":", 1)[1]]
-    if not dtype or base.empty or not mains:
+    """The stage's finding for the front page, as (topic, text, chart family), from the results given (stale rows
+    left out by the caller): cuBLAS's read rate, each main form's geometric mean against it."""
+    summary = _summary(_rows(df)[0], _copy(report_dir))
+    if summary is None:
         return []
-    names = {"cuda": "CUDA", "triton": "Triton", "gluon": "Gluon"}
-    means = ", ".join(f"{_geomean(rows[rows['impl'] == f]['pct_cublas'].dropna() / 100):.2f}x "
-                      f"({names.get(f.split(':')[0], f)})" for f in mains)
-    text = ((f"At 1 to 64 tokens cuBLAS reads the weights at {100 * base['gbps'].min() / copy:.0f}-"
-             f"{100 * base['gbps'].max() / copy:.0f}% of the copy's rate; " if copy else "At 1 to 64 tokens, ")
-            + f"stage {NUMBER}'s forms run at {means} of its speed, geometric means over "
-            + f"{rows[['M', 'N', 'K']].drop_duplicates().shape[0]} shapes.")
+    rate, mains, shapes = summary
+    means = ", ".join(f"{_geomean(r):.2f}x ({BACKEND_NAMES.get(f.split(':')[0], f)})" for f, r in mains)
+    text = ((f"At 1 to 64 tokens cuBLAS reads the weights at {rate}; " if rate else "At 1 to 64 tokens, ")
+            + f"stage {NUMBER}'s forms run at {means} of its speed, geometric means over {shapes} shapes.")
     return [("Decode GEMMs: a read of the weights", text, "")]
 
 
 def lesson(rows: pd.DataFrame, copy: float | None) -> str | None:
     """One paragraph from the rows: cuBLAS's read rate against the copy, and each main form against cuBLAS."""
-    base = rows[rows["impl"] == "cublas"]
-    mains = [f for f in _forms(rows) if "-" not in f.split(":", 1)[1]]
-    if base.empty or not mains:
+    summary = _summary(rows, copy)
+    if summary is None:
         return None
-    parts = []
-    if copy:
-        pct = 100 * base["gbps"] / copy
-        parts.append(f"At 1 to 64 tokens these GEMMs read the weights once: cuBLAS moves its bytes at "
-                     f"{pct.min():.0f}-{pct.max():.0f}% of the copy's rate, the least on the smallest W.")
-    ratios = []
-    for f in mains:
-        r = rows[rows["impl"] == f]["pct_cublas"].dropna() / 100
-        if len(r):
-            ratios.append(f"{f} {r.min():.2f}-{r.max():.2f}x (geometric mean {_geomean(r):.2f}x)")
-    if ratios:
-        parts.append("Against cuBLAS, over the " + fmt_num(rows[["M", "N", "K"]].drop_duplicates().shape[0])
-                     + " shapes: " + "; ".join(ratios) + ".")
-    return " ".join(parts) or None
+    rate, mains, shapes = summary
+    return ((f"At 1 to 64 tokens these GEMMs read the weights once: cuBLAS moves its bytes at {rate}.  "
+             if rate else "")
+            + f"Against cuBLAS, over the {shapes} shapes: "
+            + "; ".join(f"{f} {r.min():.2f}-{r.max():.2f}x (geometric mean {_geomean(r):.2f}x)" for f, r in mains)
+            + ".")
 
 
 def table(rows: pd.DataFrame, copy: float | None) -> str:
     """An HTML table: a row per shape (tokens, then W's size), cuBLAS's time and read rate, each form's x cuBLAS."""
     forms = _forms(rows)
     head = ["M x N x K", "W MB", "cuBLAS us", "cuBLAS GB/s" + (" (% copy)" if copy else "")]
-    key = stages.stage(NUMBER).key
-    head += [html.escape(f.split(":", 1)[0] + f.split(":", 1)[1][len(key):]) for f in forms]
+    head += [html.escape(f.split(":", 1)[0] + f.split(":", 1)[1][len(KEY):]) for f in forms]
     head.append("best GB/s" + (" (% copy)" if copy else ""))
     out = ['<table class="data"><thead><tr><th colspan="4"></th>'
            f'<th colspan="{len(forms)}">x cuBLAS</th><th></th></tr><tr>'
@@ -147,7 +148,7 @@ def extra(report_dir: Path) -> dict:
     big = mine[mine["N"] * mine["K"] * 2 >= BIG_W]
     caption = (f"results.csv, {dtype}, W row-major, the stage's rows of commit {', '.join(sorted(set(mine['commit'])))}"
                f": each form's time against the cuBLAS row of the same shape (x cuBLAS, from pct_cublas; a column "
-               f"per form, named backend and suffix: cuda-tiles is cuda:{stages.stage(NUMBER).key}-tiles), GB/s of "
+               f"per form, named backend and suffix: cuda-tiles is cuda:{KEY}-tiles), GB/s of "
                f"compulsory traffic (A, W and D once)"
                + (f", % of the {fmt_num(copy, 4)} GB/s copy ceiling (ceilings.json)" if copy else "") + ".")
     if apart:

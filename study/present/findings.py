@@ -2,8 +2,8 @@
 
 Each finding is a topic, a sentence or two, and the family of the chart that shows it (study/present/interactive.py).
 The landing page, each GPU's page and the README's results block (python -m study.report --readme) all print
-these; a stage with its own page module or page part (present/pages.py) adds its own findings.  Only passing rows count, and
-a stale row (measured on code that has changed since) is left out by the caller.
+these; a stage with its own page module or page part (present/pages.py) adds its own findings.  Only passing rows
+count, and a stale row (measured on code that has changed since) is left out by the caller.
 """
 from __future__ import annotations
 

@@ -85,6 +85,17 @@ def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     return out
 
 
+def _largest_k(acc: pd.DataFrame):
+    """(the largest K measured, and there the relative errors of the promoted forms, the unpromoted forms, cuBLASLt's
+    fast accumulation and the bf16 floor), from fp8_accuracy.csv's rows that measured."""
+    ok = acc[(acc["error"] == "") & (acc["relerr"] > 0)]
+    k = ok["K"].max()
+    at = ok[ok["K"] == k]
+    ours = at["backend"] != "cublas"
+    return (k, at[(at["precision"] == PROMOTED) & ours]["relerr"], at[(at["precision"] == UNPROMOTED) & ours]["relerr"],
+            at[(at["precision"] == UNPROMOTED) & ~ours]["relerr"], at[at["method"] == FLOOR_METHOD]["relerr"])
+
+
 def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
     """The stage's lesson in one paragraph, from the results (df) and fp8_accuracy.csv (acc): what promotion costs
     in speed (per-tensor promoted against unpromoted, each backend, at LESSON_SIZE^3) and buys in accuracy (the
@@ -97,13 +108,7 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
                                  f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {100 * (1 - p / u):.0f}% slower)"
                                  for b, p, u in speed) + ".")
     if acc is not None:
-        ok = acc[(acc["error"] == "") & (acc["relerr"] > 0)]
-        k = ok["K"].max()
-        at = ok[ok["K"] == k]
-        pro = at[(at["precision"] == PROMOTED) & (at["backend"] != "cublas")]["relerr"]
-        unp = at[(at["precision"] == UNPROMOTED) & (at["backend"] != "cublas")]["relerr"]
-        fast = at[(at["precision"] == UNPROMOTED) & (at["backend"] == "cublas")]["relerr"]
-        floor = at[at["method"] == FLOOR_METHOD]["relerr"]
+        k, pro, unp, fast, floor = _largest_k(acc)
         if len(pro) and len(unp):
             parts.append(f"It buys accuracy: at K = {fmt_num(k)} on all-positive inputs the promoted forms' error "
                          f"stays at {_e(pro.max())}"
@@ -123,13 +128,9 @@ def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str,
             + ", ".join(f"{100 * (1 - p / u):.0f}% ({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')})"
                         for b, p, u in speed) + " of their unpromoted speed")
     if acc is not None:
-        ok = acc[(acc["error"] == "") & (acc["relerr"] > 0)]
-        at = ok[ok["K"] == ok["K"].max()]
-        pro = at[(at["precision"] == PROMOTED) & (at["backend"] != "cublas")]["relerr"]
-        unp = at[(at["precision"] == UNPROMOTED) & (at["backend"] != "cublas")]["relerr"]
+        k, pro, unp, _, _ = _largest_k(acc)
         if len(pro) and len(unp):
-            text += (f"; at K = {fmt_num(ok['K'].max())} it holds the error at {_e(pro.max())}, against "
-                     f"{_e(unp.max())} unpromoted")
+            text += f"; at K = {fmt_num(k)} it holds the error at {_e(pro.max())}, against {_e(unp.max())} unpromoted"
     return [("fp8: what promotion costs and buys", text + ".", "fp8")]
 
 
