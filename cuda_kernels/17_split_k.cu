@@ -42,6 +42,7 @@
 #include "gemm_common.cuh"
 #include "mma_sync.cuh"
 #include "tma.cuh"
+#include "wgmma.cuh"
 
 namespace {
 
@@ -52,12 +53,14 @@ struct Shape {
     int bk = 64;
     int stages = 8;
     int blocks = 1;
+    bool wgmma = true;   // the warpgroups' wgmma (m64 x MT x k16), else the warps' mma.sync (m16 x n8 x k16)
 };
 
 template <const Shape& S>
 struct Cfg {
     static constexpr int BN = 128, BK = S.bk, KH = BK / 64, MT = S.mt, STAGES = S.stages, THREADS = 256;
     static constexpr int BLOCKS = S.blocks;
+    static constexpr bool WG = S.wgmma;
     static_assert(BK % 64 == 0 && BK <= 256, "whole 64-deep blocks (128-byte rows); a TMA box is at most 256 rows");
     static constexpr int NF = MT / 8;                        // n8 fragments (token groups) a warp holds
     static_assert(MT % 16 == 0 && MT <= 128, "whole ldmatrix.x4 pairs of n8 fragments");
@@ -97,7 +100,8 @@ struct Loader {
         return C::W_BYTES + (ch >> 3) * (C::MT * 128) + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
     }
 
-    __device__ __forceinline__ void load_next(uint32_t w, uint64_t* full) {
+    // wgmma (async proxy) reads what st.shared (generic proxy) wrote only after a proxy fence: fence_async.
+    __device__ __forceinline__ void load_next(uint32_t w, uint64_t* full, bool fence_async) {
         const int k0 = kk * C::BK, n0 = tn * C::BN, m0 = tm * C::MT;
         const uint32_t x = w + C::W_BYTES;
         if (TMA) {
@@ -151,6 +155,7 @@ struct Loader {
                 asm volatile("st.shared.u16 [%0], %1;\n" :: "r"(at), "h"(v) : "memory");
             }
         }
+        if (fence_async && (!TMA || a_col)) async_copy::fence_async_shared();
         if (++kk == kit) {
             kk = 0;
             if (++tm == tiles_m) tm = 0, ++tn;
@@ -199,6 +204,60 @@ __device__ __forceinline__ void slice(float (&acc)[C::NF][4], uint32_t w, const 
     }
 }
 
+// wgmma's shared-memory descriptors (wgmma.cuh), 128-byte swizzle, 8-row groups 1024 bytes apart (the stride offset).
+constexpr uint32_t DESC_HI = wgmma::desc_hi(1024, wgmma::SWIZZLE_128B);
+
+// acc (+)= W^T x^T: one m64 x MT x k16 wgmma of a warpgroup, W^T (the A operand: M-major from row-major W, TA = 1,
+// or K-major from column-major W, TA = 0) and the tokens (B, K-major), both in shared memory; acc[j][e] is the
+// accumulator register 4 j + e, the same lanes' rows and columns as mma.sync's fragments of warp 4 wg + w.
+#define SK_WGMMA(SHAPE, TYPES, TA, REGS, AB, D)                                                                  \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n wgmma.mma_async.sync.aligned." SHAPE ".f32" TYPES    \
+                 " " REGS ", " AB ", p, 1, 1, " TA ", 0;\n}\n" : D : "l"(a), "l"(b))
+#define SK_D4(j) "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+#define SK_D16 SK_D4(0), SK_D4(1)
+#define SK_D64 SK_D16, SK_D4(2), SK_D4(3), SK_D4(4), SK_D4(5), SK_D4(6), SK_D4(7)
+#define SK_D128 SK_D64, SK_D4(8), SK_D4(9), SK_D4(10), SK_D4(11), SK_D4(12), SK_D4(13), SK_D4(14), SK_D4(15)
+#define SK_SHAPES(TYPES, TA)                                                                                     \
+    if constexpr (MT == 16) SK_WGMMA("m64n16k16", TYPES, TA, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8, %9", SK_D16); \
+    else if constexpr (MT == 64) SK_WGMMA("m64n64k16", TYPES, TA, "{" WGMMA_R0 "}", "%32, %33", SK_D64);          \
+    else SK_WGMMA("m64n128k16", TYPES, TA, WGMMA_REGS64, "%64, %65", SK_D128);
+template <class T, int MT, int TA>
+__device__ __forceinline__ void wg_mma(float (&acc)[MT / 8][4], uint64_t a, uint64_t b) {
+    static_assert(MT == 16 || MT == 64 || MT == 128, "the shapes spelled out here");
+    if constexpr (std::is_same<T, __half>::value) {
+        if constexpr (TA) { SK_SHAPES(".f16.f16", "1") } else { SK_SHAPES(".f16.f16", "0") }
+    } else {
+        if constexpr (TA) { SK_SHAPES(".bf16.bf16", "1") } else { SK_SHAPES(".bf16.bf16", "0") }
+    }
+}
+#undef SK_SHAPES
+#undef SK_D128
+#undef SK_D64
+#undef SK_D16
+#undef SK_D4
+#undef SK_WGMMA
+
+// One k-slice of warpgroup wg's 64 x MT tile of D^T (columns 64 wg .. 64 wg + 63 of the block's 128): BK / 16
+// wgmmas, then waited for, so the slot may be refilled once the block has passed its next barrier.  W^T: from
+// row-major W, the slot's 64-column half wg (BK k-rows of 128 bytes; a k16 step is 16 rows on); from column-major
+// W, rows 64 wg on of each 64-deep block.  The tokens: each 64-deep block's MT rows (a k16 step is 32 bytes on).
+template <class C, class T, int TA>
+__device__ __forceinline__ void slice_wg(float (&acc)[C::NF][4], uint32_t w, int wg) {
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < C::BK / 16; ++kk) {
+        const uint32_t x = w + C::W_BYTES + (kk >> 2) * (C::MT * 128) + 32 * (kk & 3);
+        const uint32_t at = TA ? w + wg * (C::BK * 128) + kk * 2048
+                               : w + (kk >> 2) * (C::BN * 128) + wg * (64 * 128) + 32 * (kk & 3);
+        wg_mma<T, C::MT, TA>(acc, wgmma::desc(wgmma::desc_lo(at, TA ? C::BK * 128 : 16), DESC_HI),
+                             wgmma::desc(wgmma::desc_lo(x, 16), DESC_HI));
+    }
+    wgmma::commit();
+    wgmma::wait<0>();
+#pragma unroll
+    for (int j = 0; j < C::NF; ++j) wgmma::hold(acc[j]);
+}
+
 // D[m][n] = alpha v + beta C[m][n] for a warp's fragments: lane 4g + t holds D^T rows (columns n of D) g and g + 8,
 // tokens 8j + 2t and + 1.
 template <class C, class T>
@@ -245,7 +304,7 @@ __device__ __forceinline__ void split_k(int M, int N, int K, double alpha_, cons
     // The ring: iteration start + j in slot j % STAGES; STAGES - 1 slices in flight ahead of the one computed.
 #pragma unroll
     for (int j = 0; j < C::STAGES - 1; ++j)
-        if (loads && start + j < end) ld.load_next(ring + j * C::SLOT, &full[j]);
+        if (loads && start + j < end) ld.load_next(ring + j * C::SLOT, &full[j], C::WG);
     float acc[C::NF][4];
 #pragma unroll
     for (int j = 0; j < C::NF; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
@@ -255,9 +314,11 @@ __device__ __forceinline__ void split_k(int M, int N, int K, double alpha_, cons
     uint32_t phase = 0;                 // slot s's full barrier's parity this round
     for (long long i = start; i < end; ++i) {
         __syncthreads();   // every warp is done with slot (i - 1) % STAGES: refill it
-        if (loads && i + C::STAGES - 1 < end) ld.load_next(ring + s_next * C::SLOT, &full[s_next]);
+        if (loads && i + C::STAGES - 1 < end) ld.load_next(ring + s_next * C::SLOT, &full[s_next], C::WG);
         if (TMA) async_copy::mbar_wait(&full[s], phase);
-        slice<C, T>(acc, ring + s * C::SLOT, frags, b_col);
+        if constexpr (!C::WG) slice<C, T>(acc, ring + s * C::SLOT, frags, b_col);
+        else if (b_col) slice_wg<C, T, 0>(acc, ring + s * C::SLOT, warp >> 2);
+        else slice_wg<C, T, 1>(acc, ring + s * C::SLOT, warp >> 2);
         if (++s == C::STAGES) s = 0, phase ^= 1;
         if (++s_next == C::STAGES) s_next = 0;
 
@@ -359,9 +420,14 @@ constexpr Shape K64_64{.mt = 64, .bk = 64, .stages = 8};
 constexpr Shape T16_2{.mt = 16, .bk = 64, .stages = 5, .blocks = 2};
 constexpr Shape T64_2{.mt = 64, .bk = 64, .stages = 4, .blocks = 2};
 constexpr Shape T16_S8{.mt = 16, .bk = 64, .stages = 8, .blocks = 1};
+// The registered tiles with mma.sync (8 warps of 16 columns of W) in place of wgmma.
+constexpr Shape SYNC16{.mt = 16, .bk = 128, .stages = 4, .wgmma = false};
+constexpr Shape SYNC64{.mt = 64, .bk = 128, .stages = 4, .wgmma = false};
 SPLIT_K_SHAPE(x17_k64_m16, K64_16)
 SPLIT_K_SHAPE(x17_k64_m64, K64_64)
 SPLIT_K_SHAPE(x17_b2_m16, T16_2)
 SPLIT_K_SHAPE(x17_b2_m64, T64_2)
 SPLIT_K_SHAPE(x17_s8_m16, T16_S8)
+SPLIT_K_SHAPE(x17_sync_m16, SYNC16)
+SPLIT_K_SHAPE(x17_sync_m64, SYNC64)
 #endif

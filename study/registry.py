@@ -436,13 +436,16 @@ def _fp8_baselines() -> list[Impl]:
 _BEST_EXPLORE = dict(source="09_best_simt.cu", defines=("BEST_EXPLORE",), aligned_only=True)
 _MMA_EXPLORE = dict(pairs=HALF_IO_TAGS, defines=("MMA_EXPLORE",), aligned_only=True)
 VARIANTS: dict[str, dict[str, CudaLaunch]] = {
-    "cuda:17_split_k": {   # 64-deep slices: one block an SM, two (M <= 16, <= 64), an 8-slot ring (M <= 16)
+    "cuda:17_split_k": {   # 64-deep slices: one block an SM, two (M <= 16, <= 64), an 8-slot ring (M <= 16);
+        # the registered tiles on mma.sync
         "k64": dataclasses.replace(_split_k("model"), entry="x17_k64_m{mt}_{pair}", token_tiles=(16, 64),
                                    defines=("SPLITK_EXPLORE",)),
         "b2": dataclasses.replace(_split_k("model"), entry="x17_b2_m{mt}_{pair}", token_tiles=(16, 64),
                                   defines=("SPLITK_EXPLORE",)),
         "s8": dataclasses.replace(_split_k("model"), entry="x17_s8_m{mt}_{pair}", token_tiles=(16,),
                                   defines=("SPLITK_EXPLORE",)),
+        "sync": dataclasses.replace(_split_k("model"), entry="x17_sync_m{mt}_{pair}", token_tiles=(16, 64),
+                                    defines=("SPLITK_EXPLORE",)),   # mma.sync in place of wgmma
     },
     "cuda:09_best_simt": {
         "x_128x128_8x8": CudaLaunch(entry="x_128x128_8x8", block=(256, 1, 1), tile=(128, 128), **_BEST_EXPLORE),

@@ -643,6 +643,7 @@ class CudaSplitKLaunch(CudaTypedLaunch):
     token_tiles: tuple[int, ...] = (16, 64, 128)
     policy: str = "model"
     fixup: float = 2.0               # the model's cost of a tile's fix-up, in k-slices a 16-token partial
+    saturate: float = 0.6            # the share of an SM's slots whose reads saturate DRAM (the model's floor)
     POLICIES = ("tiles", "split", "stream")
 
     def params(self, entry: str = "") -> tuple:
@@ -691,11 +692,12 @@ class CudaSplitKLaunch(CudaTypedLaunch):
         return min(tiles * kit, sms)
 
     def modelled(self, policy: str, M: int, N: int, K: int, sms: int) -> float:
-        """A call's time in k-slices of one block: the longest block's slices, per wave of `sms` blocks, plus a
-        fix-up (the partials' round trip, as many slices as `fixup` x MT / 16) where a tile is split."""
+        """A call's time in k-slices of one block: the longest block's slices, per wave of `sms` blocks, but no
+        less than DRAM's time for all of them (as if `saturate` x `sms` blocks at full speed saturated it), plus
+        a fix-up (the partials' round trip, as many slices as `fixup` x MT / 16) where a tile is split."""
         tiles, kit = self.counts(M, N, K)
         G = self.grid_of(policy, M, N, K, sms)
-        longest = -(-(tiles * kit) // G) * -(-G // sms)
+        longest = max(-(-(tiles * kit) // G) * -(-G // sms), tiles * kit / (self.saturate * sms))
         return longest + (self.fixup * self._mt(M) / 16 if G > tiles or (tiles * kit) % G else 0.0)
 
     def pick(self, M: int, N: int, K: int, sms: int) -> str:
