@@ -1,11 +1,12 @@
 // Stage 17 - decode-shaped GEMMs (M <= 128): swap-AB, split-K and stream-K, reading W at DRAM speed.
 //
 // Technique:   D = A W with few rows of A (tokens) is bound by reading W (B, K x N) once.  Swap-AB: each block
-//              computes a 128 x MT tile of D^T = W^T A^T, so W's columns fill mma.sync m16n8k16's 16-row side
-//              and the tokens its n8 side (MT = 16, 64 or 128 tokens a tile; stage 13 would spend a 128-row tile
-//              on 16 tokens).  8 warps own 16 columns of W each, over all MT tokens.  The copy engine brings W and
-//              A in 128-deep k-slices (64-deep boxes, 128-byte swizzle; thread 0 issues them onto the slot's full
-//              mbarrier) through a ring of 4 slots (3 at MT = 128), read by ldmatrix (.trans for row-major W).
+//              computes a 128 x MT tile of D^T = W^T A^T, so W's columns fill wgmma's m64 side and the tokens its
+//              N (MT = 16, 64 or 128 tokens a tile; stage 14 would spend a 128-row tile on 16 tokens).  Two
+//              warpgroups own 64 columns of W each, over all MT tokens: m64nMTk16 with W^T from shared memory as
+//              the A operand (M-major from row-major W, K-major from column-major W) and the tokens as B.  The
+//              copy engine brings W and A in 128-deep k-slices (64-deep boxes, 128-byte swizzle; thread 0
+//              issues them onto the slot's full mbarrier) through a ring of 4 slots (3 at MT = 128).
 //              The work is (tile, k-slice) iterations; a grid of G blocks gives block g the iterations
 //              [g T / G, (g + 1) T / G): G = tiles is one block a tile (no split), G = tiles x S splits each
 //              tile's K S ways (split-K), G = SMs balances every SM to within one k-slice (stream-K).  The ring
@@ -17,9 +18,9 @@
 //              Stream-K: Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix
 //              Multiplication on the GPU" (PPoPP 2023); the deterministic fix-up in block order is its "tile
 //              fix-up" with a fixed reduction order.
-// Changed:     against stage 13 (cp.async, swizzle, ldmatrix, mma.sync): the operands' roles swapped (W in mma's A
-//              fragment), tiles of 128 x MT, TMA for the operands, the k-range split over blocks with a
-//              deterministic fix-up.
+// Changed:     against stage 14 (TMA, wgmma): the operands' roles swapped (W^T as wgmma's A operand), tiles of
+//              128 x MT, the k-range split over blocks with a deterministic fix-up.  The variant sync runs the same
+//              tiles on mma.sync m16n8k16 (8 warps of 16 columns of W, ldmatrix), the first design.
 // Why faster:  (a prediction) bytes of W in flight per SM: 3 slots of 32 KiB ahead of the one computed (2 at
 //              MT = 128): 96 KiB.  Little's law with ~1 us of loaded DRAM latency at 3.35 TB/s (H100) needs ~25 KiB
 //              an SM, at 4.8 TB/s (H200) ~37 KiB.  Split or stream-K puts every SM to work on a W of 32 tiles
