@@ -422,8 +422,8 @@ constexpr Shape T16_2{.mt = 16, .bk = 64, .stages = 5, .blocks = 2};
 constexpr Shape T64_2{.mt = 64, .bk = 64, .stages = 4, .blocks = 2};
 constexpr Shape T16_S8{.mt = 16, .bk = 64, .stages = 8, .blocks = 1};
 // The registered tiles with mma.sync (8 warps of 16 columns of W) in place of wgmma.
-constexpr Shape SYNC16{.mt = 16, .bk = 128, .stages = 4, .wgmma = false};
-constexpr Shape SYNC64{.mt = 64, .bk = 128, .stages = 4, .wgmma = false};
+constexpr Shape SYNC16{.mt = 16, .bk = 128, .stages = 4, .blocks = 1, .wgmma = false};
+constexpr Shape SYNC64{.mt = 64, .bk = 128, .stages = 4, .blocks = 1, .wgmma = false};
 SPLIT_K_SHAPE(x17_k64_m16, K64_16)
 SPLIT_K_SHAPE(x17_k64_m64, K64_64)
 SPLIT_K_SHAPE(x17_b2_m16, T16_2)

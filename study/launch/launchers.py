@@ -642,8 +642,10 @@ class CudaSplitKLaunch(CudaTypedLaunch):
     call takes the _unaligned entry, which loads element by element (its maps are placeholders, never read)."""
     token_tiles: tuple[int, ...] = (16, 64, 128)
     policy: str = "model"
-    fixup: float = 2.0               # the model's cost of a tile's fix-up, in k-slices a 16-token partial
-    saturate: float = 0.6            # the share of an SM's slots whose reads saturate DRAM (the model's floor)
+    # The model's constants, fitted to the decode probes of docs/17_split_k.md (H100): a split tile's fix-up costs
+    # 4 slices, and 36% of the SMs at 16 tokens stream W as fast as DRAM serves it.
+    fixup: float = 4.0
+    saturate: float = 0.36
     POLICIES = ("tiles", "split", "stream")
 
     def params(self, entry: str = "") -> tuple:
@@ -693,12 +695,14 @@ class CudaSplitKLaunch(CudaTypedLaunch):
 
     def modelled(self, policy: str, M: int, N: int, K: int, sms: int) -> float:
         """A call's time in k-slices of one block: the longest block's slices, per wave of `sms` blocks, but no
-        less than DRAM's time for all of them (as if `saturate` x `sms` blocks at full speed saturated it), plus
-        a fix-up (the partials' round trip, as many slices as `fixup` x MT / 16) where a tile is split."""
+        less than DRAM's time for all of them, plus `fixup` slices where a tile is split (the partials' round
+        trip through L2, a latency more than a transfer).  DRAM's time: as if `saturate` x `sms` blocks at full
+        speed saturated it, more of them (1 + MT / 128 times) as a slice's tokens add to its bytes."""
         tiles, kit = self.counts(M, N, K)
         G = self.grid_of(policy, M, N, K, sms)
-        longest = max(-(-(tiles * kit) // G) * -(-G // sms), tiles * kit / (self.saturate * sms))
-        return longest + (self.fixup * self._mt(M) / 16 if G > tiles or (tiles * kit) % G else 0.0)
+        floor = tiles * kit / (self.saturate * (1 + self._mt(M) / 128) * sms)
+        longest = max(-(-(tiles * kit) // G) * -(-G // sms), floor)
+        return longest + (self.fixup if G > tiles or (tiles * kit) % G else 0.0)
 
     def pick(self, M: int, N: int, K: int, sms: int) -> str:
         if self.policy != "model":
