@@ -27,14 +27,7 @@ from study import registry
 from study.launch.build import NVCC_FLAGS, build, nvcc_version
 
 EVIDENCE = evidence.EVIDENCE
-# Stage 17: its first GPU run (H200, 610f4a3) passed every equivalence test but one, which read a cubin's resource
-# file while another test worker rewrote it (the run skipped the build step that tools/gpu_run.sh takes first), and
-# its records also counted the determinism tests (tests/test_gpu_decode.py, then parametrized by impl_name): 141
-# tests a form, not the suite's 117.  The sanitizers found nothing.  The run is to be repeated.
-AWAITING_GPU: set[str] = {"cuda:17_split_k-tiles", "cuda:17_split_k-splitk", "cuda:17_split_k-streamk",
-                          "cuda:17_split_k", "triton:17_split_k", "gluon:17_split_k"}
-# Stage 15's kernels: their SASS is unchanged by the move of the wgmma helpers into cuda_kernels/wgmma.cuh, but the
-# cubins' shared sections, and so their keys, changed; compute-sanitizer has not run on these keys yet.
+AWAITING_GPU: set[str] = set()
 AWAITING_SANITIZER: set[str] = set()
 
 

@@ -216,9 +216,10 @@ def available_metrics(ncu: str) -> set[str]:
 
 def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, ncu: str = "ncu", keep: bool = False,
         stalls: bool = False, **only) -> Path:
-    """keep: the rows of implementations not profiled now stay in profile.csv as they were (their own gpu and
-    commit columns say where they were measured), unless the registry no longer has them; otherwise the file
-    holds this run alone.  only: `stages`, `dtypes`, `backends` filters (see cases)."""
+    """keep: the rows of calls this run has not profiled (yet: a run cut short keeps the old rows of the calls it
+    did not reach) stay in profile.csv as they were (their own gpu and commit columns say where they were
+    measured), unless the registry no longer has them; otherwise the file holds this run alone.  only: `stages`,
+    `dtypes`, `backends` filters (see cases)."""
     from study import registry
     from study.measure.environment import git_commit
     import torch
@@ -232,11 +233,11 @@ def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, 
     gpu, commit = torch.cuda.get_device_name(0), git_commit()
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     path = Path(out_dir) / "profile.csv"
-    profiled, registered = {c[0] for c in all_cases}, {i.name for i in registry.implementations()}
+    registered = {i.name for i in registry.implementations()}
     kept = []
     if keep and path.exists():
         with path.open() as f:
-            kept = [r for r in csv.DictReader(f) if r["impl"] not in profiled and r["impl"] in registered]
+            kept = [r for r in csv.DictReader(f) if r["impl"] in registered]
     # One ncu process per (shape, backend), the n^3 calls first, and the file rewritten after each: a child
     # stays short, a failure stays local, and a run cut short by a time limit keeps what it measured.
     chunks = [[c for c in all_cases if (c[2:] == (n, n, n)) == square and registry.get(c[0]).backend == b
@@ -271,11 +272,14 @@ def run(n: int, ragged: tuple[int, int, int] | None, out_dir: Path, impls=None, 
 
 
 def _write(path: Path, rows: list[dict], gpu: str, commit: str, kept: list[dict] = ()) -> None:
+    """This run's rows, after the kept rows of every call it has not profiled."""
     from study import registry
+    from study.measure.frame import call_key
+    now = {call_key(r) for r in rows}
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=PROFILE_COLUMNS, extrasaction="ignore")
         w.writeheader()
-        w.writerows(kept)
+        w.writerows(r for r in kept if call_key(r) not in now)
         for r in rows:
             impl = registry.get(r["impl"])
             w.writerow({**r, "backend": impl.backend, "stage": impl.stage_label,
