@@ -25,10 +25,10 @@
 //              MT = 128): 96 KiB.  Little's law with ~1 us of loaded DRAM latency at 3.35 TB/s (H100) needs ~25 KiB
 //              an SM, at 4.8 TB/s (H200) ~37 KiB.  Split or stream-K puts every SM to work on a W of 32 tiles
 //              (4096 columns), where one block a tile would leave 100 of 132 SMs idle.
-// Measured:    H200, the rows of 610f4a3 (bf16, W row-major, % of cuBLAS timed beside it, GB/s of compulsory
-//              traffic): 1x4096x4096 88.6% (1921 GB/s), 1x8192x28672 90.5% (3844 GB/s), 64x4096x4096 62.3%
-//              (1520 GB/s), 64x8192x28672 84.8% (3443 GB/s).  This form is below cuBLAS on every decode shape
-//              (-splitk is not, at 10240x8192), and below the Triton twin on most (docs/17_split_k.md).
+// Measured:    H100, the rows of f648659 (bf16, W row-major, % of cuBLAS, GB/s of compulsory traffic):
+//              1x4096x4096 82.8% (1660 GB/s), 1x8192x28672 100.0% (2965 GB/s), 64x4096x4096 73.3% (1506 GB/s),
+//              64x8192x28672 98.2% (2863 GB/s).  Short of cuBLAS where W is small (4096 and 6144 columns of 4096),
+//              level with it where W is hundreds of MB (docs/17_split_k.md).
 // Ragged edges: the copy engine reads zeros past M, N and K; the _unaligned entries zero-fill chunks past them
 //              and load a chunk that straddles an edge element by element; stores are masked per element.
 // Alignment:   the TMA entries need B (and row-major A) 16-byte aligned in start and pitch (the launcher checks);
