@@ -41,6 +41,9 @@ class Stage:
     # followed, since one kernel may serve two forms and pick its functions by a constexpr argument.
     # tests/test_stage_pages.py checks them against the registry; the page, that the launcher reaches each function.
     form_symbols: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # False: a stage of another regime than the ladders' reference size (4096^3), e.g. decode-shaped GEMMs; the
+    # ladders leave it out, and its own page shows the shapes it is for.
+    on_ladders: bool = True
 
     @property
     def key(self) -> str:
@@ -229,10 +232,11 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "17", "split_k", "Decode GEMMs: swap-AB, split-K and stream-K at DRAM speed",
         "seed 004 (the bandwidth-bound regime: bytes per FLOP decide); Osama et al., Stream-K (PPoPP 2023)",
-        "At M <= 128 tokens a GEMM's cost is reading the weights B once.  The tokens move to mma's narrow side "
+        "At M <= 128 tokens a GEMM's cost is reading the weights B once.  The tokens move to wgmma's N side "
         "(swap-AB: 128 columns of D by 16-128 tokens a tile) and K is cut over the blocks (split-K, or stream-K: "
         "every SM the same number of k-slices), so a 4096-column layer keeps all SMs streaming; the partial "
         "sums are added by the tile's last block in block order, so D is bit-identical run to run.",
+        on_ladders=False,
     ),
 )
 

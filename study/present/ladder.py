@@ -127,7 +127,7 @@ def steps(df: pd.DataFrame, ladder: Ladder, n: int) -> list[dict]:
         return form_steps(df, ladder, n)
     at = _at(df, n)
     out = []
-    on_line = [s.number for s in STAGES if s.number not in _SPLIT]
+    on_line = [s.number for s in STAGES if s.number not in _SPLIT and s.on_ladders]
     for stage in on_line + list(ladder.apart):
         apart = stage in ladder.apart
         rows = {b: main_row(at, stage, b, "fp32" if apart else ladder.dtype) for b in BACKENDS}
