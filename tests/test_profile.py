@@ -147,12 +147,19 @@ def test_sanitizer_reports_are_attributed_to_the_implementation_running():
 
 
 def test_kept_rows_keep_their_own_provenance(tmp_path):
-    """--keep: rows of implementations not profiled now are written back unchanged, commit and all."""
+    """--keep: rows of calls not profiled now are written back unchanged, commit and all (an implementation this
+    run names but has not reached keeps its old rows too); a call profiled now replaces its old row."""
     path = tmp_path / "profile.csv"
-    old = {c: "" for c in profile.PROFILE_COLUMNS} | {"impl": "cuda:01_naive", "dtype": "fp32", "gpu": "H200",
-                                                       "commit": "aaaaaaa", "kernel": "sgemm_naive"}
-    new = {"impl": "cuda:15_tcec", "dtype": "fp32", "kernel": "tcec_fp16"}
-    profile._write(path, [new], "H100", "bbbbbbb", [old])
-    rows = pd.read_csv(path, dtype=str).set_index("impl")
-    assert rows.loc["cuda:01_naive", "commit"] == "aaaaaaa" and rows.loc["cuda:01_naive", "gpu"] == "H200"
-    assert rows.loc["cuda:15_tcec", "commit"] == "bbbbbbb" and rows.loc["cuda:15_tcec", "gpu"] == "H100"
+    shape = {"M": "4096", "N": "4096", "K": "4096"}
+    blank = {c: "" for c in profile.PROFILE_COLUMNS} | shape | {"gpu": "H200", "commit": "aaaaaaa"}
+    old = [blank | {"impl": "cuda:01_naive", "dtype": "fp32", "kernel": "sgemm_naive"},
+           blank | {"impl": "cuda:15_tcec", "dtype": "fp32", "kernel": "tcec_old"},
+           blank | {"impl": "cuda:15_tcec", "dtype": "fp32", "M": "3001", "N": "2999", "K": "1001",
+                    "kernel": "tcec_ragged"}]
+    new = shape | {"impl": "cuda:15_tcec", "dtype": "fp32", "kernel": "tcec_fp16"}
+    profile._write(path, [new], "H100", "bbbbbbb", old)
+    rows = pd.read_csv(path, dtype=str).set_index("kernel")
+    assert list(rows.index) == ["sgemm_naive", "tcec_ragged", "tcec_fp16"]
+    assert rows.loc["sgemm_naive", "commit"] == "aaaaaaa" and rows.loc["sgemm_naive", "gpu"] == "H200"
+    assert rows.loc["tcec_ragged", "commit"] == "aaaaaaa"
+    assert rows.loc["tcec_fp16", "commit"] == "bbbbbbb" and rows.loc["tcec_fp16", "gpu"] == "H100"
