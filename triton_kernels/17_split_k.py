@@ -13,15 +13,15 @@ Technique:  D = A W with few rows of A (tokens) is bound by reading W (B, K x N)
             counter back to 0.  No float atomics: D is bit-identical from run to run.
 Reproduces: no seed covers decode GEMMs; seed 004's bandwidth-bound lesson at the scale LLM inference runs.
             Stream-K: Osama et al., PPoPP 2023, with the tile fix-up in a fixed order.  The CUDA twin:
-            cuda_kernels/17_split_k.cu (same tiles, k-slices, grid and fix-up; mma.sync from a hand-written ring).
+            cuda_kernels/17_split_k.cu (the same tiles and fix-up; its wgmmas fed by the copy engine in 128-deep
+            slices, its grid picked by a cost model among one block a tile, split-K and stream-K).
 Changed:    against Triton 13: operands swapped (W^T the left operand), [128, MT] tiles, the K range split over
             programs with a fix-up; pointer loads with strides, so A and B may each be row- or column-major.
 Why faster: (a prediction) one program a tile would leave most SMs idle on a W of a few 128-column tiles;
             stream-K gives every SM the same number of k-slices (within one), so the whole chip streams W.
-Measured:   H200, the rows of 610f4a3 (bf16, W row-major, % of cuBLAS timed beside it, GB/s of compulsory traffic):
-            1x4096x4096 85.4% (1850 GB/s), 1x8192x28672 96.9% (4114 GB/s), 64x4096x4096 68.7% (1677 GB/s),
-            64x8192x28672 93.6% (3800 GB/s): the fastest of the stage's three forms on most decode shapes, below
-            cuBLAS on every one.
+Measured:   H100, the rows of f648659 (bf16, W row-major, % of cuBLAS, GB/s of compulsory traffic): 1x4096x4096
+            78.6% (1578 GB/s), 1x8192x28672 97.7% (2895 GB/s), 64x4096x4096 68.8% (1414 GB/s), 64x8192x28672 93.3%
+            (2722 GB/s): below the CUDA twin and cuBLAS on most decode shapes (docs/17_split_k.md).
 Ragged edges: masked loads zero-fill past M, N and K (per element); stores are masked; beta == 0 (HAS_C=False)
             compiles no load of C.
 Alignment:  any start and pitch, one kernel: masked pointer loads.  gemm() picks the launch: where the JIT can prove

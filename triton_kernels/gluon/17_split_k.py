@@ -17,20 +17,19 @@ Reproduces: no seed covers decode GEMMs; seed 004's bandwidth-bound regime at LL
             (same tiles, slices, grid and fix-up).
 Changed:    against Gluon 14: operands swapped (W^T is wgmma's A), [128, MT] tiles, masked register loads instead
             of TMA (any layout and alignment in one kernel: A_COL and B_COL pick the tiles' orientation), the K
-            range split over programs with a fix-up; against the CUDA twin: wgmma from shared memory instead of
-            ldmatrix + mma.sync, loads through registers instead of cp.async.
+            range split over programs with a fix-up; against the CUDA twin: the same wgmmas from shared memory,
+            fed by loads through registers instead of the copy engine, and stream-K's grid alone.
 Why faster: (a prediction) bytes in flight per SM are two k-slices (2 x (16 KiB + MT x 128 B)), about Little's
-            law's ~37 KiB at the H200's 4.8 TB/s, less than the CUDA twin's 8-slot cp.async ring; stream-K puts
-            every SM to work where one program a tile would leave most idle.
-Measured:   H200, the rows of 610f4a3 (bf16, W row-major, % of cuBLAS timed beside it, GB/s of compulsory traffic):
-            1x4096x4096 60.0% (1300 GB/s), 1x8192x28672 46.7% (1984 GB/s), 64x4096x4096 37.8% (923 GB/s),
-            64x8192x28672 39.3% (1594 GB/s): two slices in flight through registers do not stream W at the
-            copy's rate.
+            law's ~37 KiB at the H200's 4.8 TB/s, less than the CUDA twin's three 128-deep slices ahead (96 KiB
+            of W); stream-K puts every SM to work where one program a tile would leave most idle.
+Measured:   H100, the rows of f648659 (bf16, W row-major, % of cuBLAS, GB/s of compulsory traffic): 1x4096x4096
+            62.1% (1246 GB/s), 1x8192x28672 64.8% (1921 GB/s), 64x4096x4096 43.5% (894 GB/s), 64x8192x28672 53.4%
+            (1558 GB/s): two slices in flight through registers do not stream W at the copy's rate.
 Ragged edges: loads are masked per element (zeros past M, N, K, and for slices past the program's range);
             stores are masked; beta == 0 (HAS_C=False) compiles no load of C.
 Alignment:  any start and pitch: pointer loads vectorise only where Triton's argument specialisation proves
             16-byte alignment (slower otherwise, never wrong).
-Compiles to (Triton 3.6, sm_90a, offline; ptxas -v; not yet run on a GPU): wgmma.mma_async m64n{MT}k16 .f32.f16.f16
+Compiles to (Triton 3.6, sm_90a, offline; ptxas -v): wgmma.mma_async m64n{MT}k16 .f32.f16.f16
             / .bf16.bf16 (W^T MN-major when B is row-major), 4 a k-slice a warpgroup; shared memory 55,300 / 73,732 /
             98,308 bytes at MT 16 / 64 / 128; 108-136 / 158-186 / 203-255 registers, no spills but 4 bytes at MT 128
             with C and unaligned operands; two bar.sync a k-slice (Triton's barrier analysis adds one before the
