@@ -27,8 +27,8 @@
 //              (4096 columns), where one block a tile would leave 100 of 132 SMs idle.
 // Measured:    H100, the rows of f648659 (bf16, W row-major, % of cuBLAS, GB/s of compulsory traffic):
 //              1x4096x4096 82.8% (1660 GB/s), 1x8192x28672 100.0% (2965 GB/s), 64x4096x4096 73.3% (1506 GB/s),
-//              64x8192x28672 98.2% (2863 GB/s).  Short of cuBLAS where W is small (4096 and 6144 columns of 4096),
-//              level with it where W is hundreds of MB (docs/17_split_k.md).
+//              64x8192x28672 98.2% (2863 GB/s), 64x6144x4096 81.6% (1748 GB/s).  Short of cuBLAS at 4096 columns
+//              of 4096 and at 6144 with 64 tokens, level with it where W is hundreds of MB (docs/17_split_k.md).
 // Ragged edges: the copy engine reads zeros past M, N and K; the _unaligned entries zero-fill chunks past them
 //              and load a chunk that straddles an edge element by element; stores are masked per element.
 // Alignment:   the TMA entries need B (and row-major A) 16-byte aligned in start and pitch (the launcher checks);

@@ -14,11 +14,13 @@ import html
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from study.core import stages
 from study.core.shapes import DECODE, LLAMA3
-from study.measure.frame import load_json, load_results
+from study.measure.frame import call_key, load_json, load_results
+from study.present import spread
 from study.present.figures import BACKEND_NAMES
 from study.present.formatting import fmt_num
 
@@ -27,15 +29,18 @@ ID = "decode-family"
 FILES = ()
 FAMILY = {(m, n, k) for _, m, n, k in DECODE} | {(m, n, k) for _, m, n, k in LLAMA3 if m == 16}
 BIG_W = 100e6          # bytes of W from which the copy's rate is the mark
+RATE_TIE = 0.05        # fitted streaming rates this close to cuBLAS's read as level with it
 LADDER = ("-tiles", "-splitk", "-streamk", "")   # the CUDA forms, one technique a step; the main form last
 
 
-def _rows(df: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """The passing rows of the family (this stage's and cuBLAS's) in the first dtype that has this stage's rows."""
+def _rows(df: pd.DataFrame, stale: set = frozenset()) -> tuple[pd.DataFrame, str | None]:
+    """The passing rows of the family (this stage's and cuBLAS's) in the first dtype that has this stage's rows,
+    stale rows (their keys in `stale`: measured on code that has changed since) left out."""
     if df.empty:
         return df, None
     family = pd.Series([(m, n, k) in FAMILY for m, n, k in zip(df["M"], df["N"], df["K"])], index=df.index)
-    df = df[family & df["passed"].astype(bool)]
+    fresh = pd.Series([call_key(r) not in stale for r in df.to_dict("records")], index=df.index)
+    df = df[family & fresh & df["passed"].astype(bool)]
     mine = df[df["stage"].astype(str).str.zfill(2) == NUMBER]
     if mine.empty:
         return mine, None
@@ -69,6 +74,8 @@ def _summary(rows: pd.DataFrame, copy: float | None) -> tuple[str, list[tuple[st
     """(cuBLAS's read rate as "a-b% of the copy's rate" and where it is least, or "" without a copy ceiling; each
     main form's times against cuBLAS; the number of shapes), or None without cuBLAS rows or main forms."""
     base = rows[rows["impl"] == "cublas"]
+    beside = base[base["commit"].isin(set(rows.loc[rows["impl"] != "cublas", "commit"]))]
+    base = beside if len(beside) else base
     mains = [(f, rows[rows["impl"] == f]["pct_cublas"].dropna() / 100) for f in _forms(rows)
              if "-" not in f.split(":", 1)[1]]
     mains = [(f, r) for f, r in mains if len(r)]
@@ -83,27 +90,53 @@ def _summary(rows: pd.DataFrame, copy: float | None) -> tuple[str, list[tuple[st
 def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
     """The stage's finding for the front page, as (topic, text, chart family), from the results given (stale rows
     left out by the caller): cuBLAS's read rate, each main form's geometric mean against it."""
-    summary = _summary(_rows(df)[0], _copy(report_dir))
+    rows, dtype = _rows(df)
+    summary = _summary(rows, _copy(report_dir))
     if summary is None:
         return []
     rate, mains, shapes = summary
     means = ", ".join(f"{_geomean(r):.2f}x ({BACKEND_NAMES.get(f.split(':')[0], f)})" for f, r in mains)
-    text = ((f"At 1 to 64 tokens cuBLAS reads the weights at {rate}; " if rate else "At 1 to 64 tokens, ")
+    text = ((f"At 1 to 64 tokens ({dtype}) cuBLAS reads the weights at {rate}; " if rate
+             else f"At 1 to 64 tokens ({dtype}), ")
             + f"stage {NUMBER}'s forms run at {means} of its speed, geometric means over {shapes} shapes.")
     return [("Decode GEMMs: a read of the weights", text, "")]
 
 
-def lesson(rows: pd.DataFrame, copy: float | None) -> str | None:
-    """One paragraph from the rows: cuBLAS's read rate against the copy, and each main form against cuBLAS."""
+def fit(rows: pd.DataFrame, impl: str) -> tuple[float, float] | None:
+    """A line through an implementation's times against its compulsory bytes (least squares over the family's
+    shapes): (the fixed cost of a call in us, the rate in GB/s at which each further byte moves), or None with
+    fewer than three shapes."""
+    mine = rows[rows["impl"] == impl]
+    if len(mine) < 3:
+        return None
+    slope, fixed = np.polyfit(mine["gbps"] * mine["ms"] * 1e-3, mine["ms"] * 1e3, 1)   # GB against us
+    return (float(fixed), 1e6 / float(slope)) if slope > 0 else None
+
+
+def lesson(rows: pd.DataFrame, copy: float | None, dtype: str = "") -> str | None:
+    """One paragraph from the rows: cuBLAS's read rate against the copy, each main form against cuBLAS, and what
+    a line through time against bytes says of each: the fixed cost of a call, and the rate beyond it."""
     summary = _summary(rows, copy)
     if summary is None:
         return None
     rate, mains, shapes = summary
-    return ((f"At 1 to 64 tokens these GEMMs read the weights once: cuBLAS moves its bytes at {rate}.  "
+    lines = dict((f, ln) for f in ["cublas"] + [f for f, _ in mains] if (ln := fit(rows, f)))
+    text = ((f"At 1 to 64 tokens these GEMMs read the weights once: cuBLAS moves its bytes at {rate}.  "
              if rate else "")
-            + f"Against cuBLAS, over the {shapes} shapes: "
+            + f"Against cuBLAS ({dtype}, W row-major; its time over the form's), over the {shapes} shapes: "
             + "; ".join(f"{f} {r.min():.2f}-{r.max():.2f}x (geometric mean {_geomean(r):.2f}x)" for f, r in mains)
             + ".")
+    if "cublas" not in lines or len(lines) < 2:
+        return text
+    text += ("  A line through each one's times against its bytes: " + "; ".join(
+        f"{f} {fixed:.1f} us a call, then {gbps:.0f} GB/s" for f, (fixed, gbps) in lines.items()) + ".")
+    level = [f for f, (_, gbps) in lines.items() if f != "cublas" and abs(gbps / lines["cublas"][1] - 1) <= RATE_TIE]
+    if level:
+        many = len(level) > 1
+        text += (f"  Past a call's fixed cost {' and '.join(level)} stream{'' if many else 's'} W within "
+                 f"{100 * RATE_TIE:.0f}% of cuBLAS's rate: at the small layers it is the fixed cost that separates "
+                 f"{'them' if many else 'it'} from cuBLAS.")
+    return text
 
 
 def table(rows: pd.DataFrame, copy: float | None) -> str:
@@ -122,20 +155,29 @@ def table(rows: pd.DataFrame, copy: float | None) -> str:
 
         def rate(gbps):
             return fmt_num(gbps, 4) + (f" ({100 * gbps / copy:.0f}%)" if copy else "")
-        cells = [f"{m}x{n}x{k}", f"{n * k * 2 / 1e6:.0f}", fmt_num(float(b["ms"].iloc[0]) * 1e3) if len(b) else "",
+        apart = len(b) and b["commit"].iloc[0] not in set(at.loc[at["impl"] != "cublas", "commit"])
+        cells = [f"{m}x{n}x{k}", f"{n * k * 2 / 1e6:.0f}",
+                 fmt_num(float(b["ms"].iloc[0]) * 1e3) + (" †" if apart else "") if len(b) else "",
                  rate(float(b["gbps"].iloc[0])) if len(b) else ""]
         for f in forms:
-            r = at[at["impl"] == f]["pct_cublas"]
-            cells.append(f"{float(r.iloc[0]) / 100:.2f}" if len(r) and not pd.isna(r.iloc[0]) else "")
+            r = at[at["impl"] == f]
+            if not len(r) or pd.isna(r["pct_cublas"].iloc[0]):
+                cells.append("")
+                continue
+            tied = len(b) and spread.tie(r.iloc[0], b.iloc[0])
+            cells.append(f"{float(r['pct_cublas'].iloc[0]) / 100:.2f}" + (" =" if tied else ""))
         mine = at[at["impl"] != "cublas"]
         cells.append(rate(float(mine["gbps"].max())) if len(mine) else "")
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return "".join(out) + "</tbody></table>"
 
 
-def extra(report_dir: Path) -> dict:
-    """The page's part: {"id", "title", "html", "caption", "lead", "file"}; html None when not yet measured."""
-    rows, dtype = _rows(load_results(Path(report_dir) / "results.csv")[0])
+def extra(report_dir: Path, stale: set = frozenset()) -> dict:
+    """The page's part: {"id", "title", "html", "caption", "lead", "file"}; html None when not yet measured.
+    stale: the keys of rows measured on code that has changed since, left out of the table and the lead."""
+    df = load_results(Path(report_dir) / "results.csv")[0]
+    rows, dtype = _rows(df, stale)
+    left_out = len(_rows(df)[0]) - len(rows) if dtype else 0
     title = "The decode family: weight reads against the copy and cuBLAS"
     if dtype is None:
         return {"id": ID, "title": title, "html": None, "file": "results.csv", "lead": None,
@@ -147,20 +189,31 @@ def extra(report_dir: Path) -> dict:
                     if c not in set(mine[(mine["M"] == m) & (mine["N"] == n) & (mine["K"] == k)]["commit"])})
     big = mine[mine["N"] * mine["K"] * 2 >= BIG_W]
     caption = (f"results.csv, {dtype}, W row-major, the stage's rows of commit {', '.join(sorted(set(mine['commit'])))}"
-               f": each form's time against the cuBLAS row of the same shape (x cuBLAS, from pct_cublas; a column "
-               f"per form, named backend and suffix: cuda-tiles is cuda:{KEY}-tiles), GB/s of "
-               f"compulsory traffic (A, W and D once)"
-               + (f", % of the {fmt_num(copy, 4)} GB/s copy ceiling (ceilings.json)" if copy else "") + ".")
+               f": x cuBLAS is the cuBLAS row's time over the form's at the same shape (from pct_cublas; above 1 the "
+               f"form is faster; = marks a tie, the two rows' p20-p80 ranges overlapping).  A column per form, named "
+               f"backend and suffix"
+               + (f": cuda-tiles is cuda:{KEY}-tiles (one block a tile), -splitk (K split over the SMs a tile), "
+                  f"-streamk (every SM the same k-slices), cuda the registered form (the grid a cost model picks "
+                  f"among the three), all issuing wgmma fed by TMA" if (mine["backend"] == "cuda").any() else "")
+               + "; Triton (tl.dot, a cp.async ring) and Gluon (warpgroup_mma, operands through registers) run the "
+               f"stream-K grid.  GB/s of compulsory traffic (A, W and D once)"
+               + (f", % of the {fmt_num(copy, 4)} GB/s copy ceiling (ceilings.json: a device-to-device copy, bytes "
+                  f"read and written; a read alone may pass it)" if copy else "") + ".")
     if apart:
-        caption += (f"  The cuBLAS rows of {', '.join(apart)} come from another sweep than the forms' (commit "
-                    f"{', '.join(sorted(set(base['commit']) - set(mine['commit'])))}), not timed beside them.")
+        caption += (f"  The cuBLAS rows of {', '.join(apart)} (marked †) come from another sweep than the forms' "
+                    f"(commit {', '.join(sorted(set(base['commit']) - set(mine['commit'])))}), not timed beside "
+                    f"them; the lead's read rate of cuBLAS leaves them out.")
+    if left_out:
+        caption += (f"  {left_out} row{'s' if left_out != 1 else ''} of this family, measured on code that has "
+                    f"changed since (stale), {'are' if left_out != 1 else 'is'} left out until a new sweep.")
     host = rows.dropna(subset=["host_ms"]).groupby("backend")["host_ms"]
     if len(host):
         caption += ("  The host's time to issue one call from an idle GPU (host_ms; the timing's events exclude it): "
                     + ", ".join(f"{b} {1e3 * lo:.0f}-{1e3 * hi:.0f} us" for b, (lo, hi)
                                 in host.agg(["min", "max"]).iterrows()) + ".")
     if len(big) and copy:
-        caption += (f"  Where W is 100 MB or more, the best form reads at {100 * big['gbps'].max() / copy:.0f}% of "
-                    f"the copy at most.")
-    return {"id": ID, "title": title, "file": "results.csv", "caption": caption, "lead": lesson(rows, copy),
+        best = big.groupby(["M", "N", "K"])["gbps"].max() / copy * 100
+        caption += (f"  Where W is 100 MB or more, the best form of each shape reads at {best.min():.0f}-"
+                    f"{best.max():.0f}% of the copy.")
+    return {"id": ID, "title": title, "file": "results.csv", "caption": caption, "lead": lesson(rows, copy, dtype),
             "html": table(rows, copy)}

@@ -144,8 +144,9 @@ def floor_text(acc: pd.DataFrame) -> str:
         f" over K = {fmt_num(f['K'].min())} to {fmt_num(f['K'].max())}"
 
 
-def extra(report_dir: Path) -> dict:
-    """The page's part: {"id", "title", "html", "caption"}, the figure's html None when not yet measured."""
+def extra(report_dir: Path, stale: set = frozenset()) -> dict:
+    """The page's part: {"id", "title", "html", "caption"}, the figure's html None when not yet measured (stale:
+    accepted as every stage extra's is; the accuracy table reads fp8_accuracy.csv, not results.csv)."""
     acc = load(report_dir)
     df, _ = load_results(Path(report_dir) / "results.csv")
     title = "Promotion's accuracy effect: error against K"

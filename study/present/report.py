@@ -89,7 +89,7 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
     jenv = _env()
     ctx = Context(report_dir, df, fresh_rows(df, stale), env, ceilings, stale, ptx_facts(report_dir),
                   implausible=audit.implausible_calls(report_dir))
-    extras = {m.NUMBER: m.extra(report_dir) for m in STAGE_EXTRAS}
+    extras = {m.NUMBER: m.extra(report_dir, stale) for m in STAGE_EXTRAS}
     ctx.stage_nav = render_stage_pages(report_dir, df, env=jenv, stale=stale, extras=extras) if len(df) else []
     pages = _pages(ctx, df)
     gpu = _gpu(df, env, ceilings)
