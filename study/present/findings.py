@@ -205,6 +205,8 @@ def findings(df: pd.DataFrame, report_dir: Path, ptx: dict | None = None) -> lis
         return []
     size = 4096 if largest_square(df[df["M"] == 4096]) else n     # the study's reference size, where measured
     at = _at(df, size)
+    off = {s.number for s in STAGES if not s.on_ladders}     # stages of another regime: their own findings only
+    at = at[~at["stage"].astype(str).str.zfill(2).isin(off)]
     clock = (load_json(Path(report_dir) / "environment.json") or {}).get("sm_clock_max_mhz")
     out = [f(at, size, clock) for f in (simt_ladder, best_simt, versus_cuda, tensor_core_ladder)]
     out += [instructions(at, size, ptx or {}), triton_losses(at, size)]
