@@ -5,8 +5,9 @@
 //              N (MT = 16, 64 or 128 tokens a tile; stage 14 would spend a 128-row tile on 16 tokens).  Two
 //              warpgroups own 64 columns of W each, over all MT tokens: m64nMTk16 with W^T from shared memory as
 //              the A operand (M-major from row-major W, K-major from column-major W) and the tokens as B.  The
-//              copy engine brings W and A in 128-deep k-slices (64-deep boxes, 128-byte swizzle; thread 0
-//              issues them onto the slot's full mbarrier) through a ring of 4 slots (3 at MT = 128).
+//              tensor memory accelerator (TMA, the SM's copy engine) brings W and A in 128-deep k-slices (64-deep
+//              boxes, 128-byte swizzle; thread 0 issues them onto the slot's full mbarrier) through a ring of 4
+//              slots (3 at MT = 128).
 //              The work is (tile, k-slice) iterations; a grid of G blocks gives block g the iterations
 //              [g T / G, (g + 1) T / G): G = tiles is one block a tile (no split), G = tiles x S splits each
 //              tile's K S ways (split-K), G = SMs balances every SM to within one k-slice (stream-K).  The ring
