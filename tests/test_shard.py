@@ -175,15 +175,27 @@ def test_resume_rewrites_a_file_of_an_older_header(tmp_path):
 def test_a_triton_kernel_compiles_once_per_host(tmp_path, once):
     """Three processes compiling one kernel at the same moment: with Triton's cache routed through
     shard.CompileOnce (as the distributed sweep routes it) one compiles and two find it stored; without it, the
-    control, they compile side by side."""
+    control, every process whose compile began before another's had ended compiles it too.  A loaded machine may
+    run the three one after another; the control then tries again, and skips if they never overlap."""
+    import json
     import time
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}   # compiled, not interpreted
-    env.update(PYTHONPATH=str(ROOT), TRITON_CACHE_DIR=str(tmp_path / "cache"))
     if once:
         env["TRITON_CACHE_MANAGER"] = "study.measure.shard:CompileOnce"
-    start, log = time.time() + 15, tmp_path / "log"   # past three cold imports of Triton, under load
-    procs = [subprocess.Popen([sys.executable, str(WORKER.parent / "compile_once.py"), str(log), str(start)], env=env)
-             for _ in range(3)]
-    assert all(p.wait(timeout=120) == 0 for p in procs)
-    misses = sum(line.count("false") for line in log.read_text().splitlines())
-    assert misses == 1 if once else misses >= 2
+    for attempt in range(3):
+        env.update(PYTHONPATH=str(ROOT), TRITON_CACHE_DIR=str(tmp_path / f"cache{attempt}"))
+        start, log = time.time() + 6, tmp_path / f"log{attempt}"
+        procs = [subprocess.Popen([sys.executable, str(WORKER.parent / "compile_once.py"), str(log), str(start)],
+                                  env=env) for _ in range(3)]
+        assert all(p.wait(timeout=120) == 0 for p in procs)
+        runs = [json.loads(line) for line in log.read_text().splitlines()]
+        misses = sum(hit is False for r in runs for hit in r["hits"])
+        if once:
+            assert misses == 1
+            return
+        first_end = min(r["ended"] for r in runs)
+        together = [r for r in runs if r["began"] < first_end]     # began before any compile had ended
+        assert all(False in r["hits"] for r in together), runs
+        if len(together) >= 2:
+            return
+    pytest.skip("the three compiles never overlapped on this loaded machine")
