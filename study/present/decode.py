@@ -16,11 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
 from study.core import stages
 from study.core.shapes import DECODE, LLAMA3
 from study.measure.frame import call_key, load_json, load_results
-from study.present import spread
+from study.present import interactive, spread
 from study.present.figures import BACKEND_NAMES
 from study.present.formatting import fmt_num
 
@@ -172,6 +173,35 @@ def table(rows: pd.DataFrame, copy: float | None) -> str:
     return "".join(out) + "</tbody></table>"
 
 
+SYMBOLS = {1: "circle", 16: "square", 64: "diamond"}     # a marker per token count; others: a cross
+
+
+def figure(rows: pd.DataFrame, copy: float | None) -> go.Figure:
+    """Each main form's and cuBLAS's read rate (GB/s of compulsory traffic) against W's size, a marker per token
+    count, under the copy ceiling's line: the roofline's bandwidth side, where these GEMMs live."""
+    fig = go.Figure()
+    for f in ["cublas"] + [f for f in _forms(rows) if "-" not in f.split(":", 1)[1]]:
+        mine = rows[rows["impl"] == f].sort_values(["M", "N", "K"])
+        for m, at in mine.groupby("M"):
+            at = at.assign(mb=at["N"] * at["K"] * 2 / 1e6).sort_values("mb")
+            backend = f.split(":", 1)[0]
+            fig.add_trace(go.Scatter(
+                x=at["mb"], y=at["gbps"], mode="lines+markers", name=f"{f}, M={m}", legendgroup=f,
+                line=dict(color=interactive.backend_colour(backend), width=1, dash="dot" if f == "cublas" else None),
+                marker=dict(symbol=SYMBOLS.get(int(m), "x"), size=8, color=interactive.backend_colour(backend)),
+                customdata=np.stack([at["M"], at["N"], at["K"], at["ms"] * 1e3], axis=-1),
+                hovertemplate="%{customdata[0]}x%{customdata[1]}x%{customdata[2]}: %{y:.0f} GB/s, "
+                              "%{customdata[3]:.1f} us<extra>" + html.escape(f) + "</extra>"))
+    if copy:
+        fig.add_hline(y=copy, line=dict(color="#888", dash="dash", width=1),
+                      annotation_text=f"copy ceiling {copy:.0f} GB/s", annotation_position="top left")
+    fig.update_layout(template="plotly_white", height=420, margin=dict(l=70, r=10, t=20, b=50), font=dict(size=11),
+                      xaxis=dict(type="log", title="W (MB, log scale)"), yaxis=dict(title="GB/s of compulsory traffic",
+                                                                                  rangemode="tozero"),
+                      legend=dict(font=dict(size=10)))
+    return fig
+
+
 def extra(report_dir: Path, stale: set = frozenset()) -> dict:
     """The page's part: {"id", "title", "html", "caption", "lead", "file"}; html None when not yet measured.
     stale: the keys of rows measured on code that has changed since, left out of the table and the lead."""
@@ -215,5 +245,7 @@ def extra(report_dir: Path, stale: set = frozenset()) -> dict:
         best = big.groupby(["M", "N", "K"])["gbps"].max() / copy * 100
         caption += (f"  Where W is 100 MB or more, the best form of each shape reads at {best.min():.0f}-"
                     f"{best.max():.0f}% of the copy.")
+    caption = ("The figure: each main form's and cuBLAS's GB/s against W's size, a marker per token count (circle 1, "
+               "square 16, diamond 64), the copy ceiling dashed.  " + caption)
     return {"id": ID, "title": title, "file": "results.csv", "caption": caption, "lead": lesson(rows, copy, dtype),
-            "html": table(rows, copy)}
+            "html": interactive.fragment(figure(rows, copy), "fig-decode") + table(rows, copy)}
