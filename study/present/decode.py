@@ -50,6 +50,14 @@ def _rows(df: pd.DataFrame, stale: set = frozenset()) -> tuple[pd.DataFrame, str
                                         | (df["impl"] == "cublas"))], dtype
 
 
+def _apart(rows: pd.DataFrame) -> set[tuple[int, int, int]]:
+    """The shapes whose cuBLAS row comes from another sweep than the stage's rows there: not timed beside them."""
+    mine = rows[rows["impl"] != "cublas"]
+    ours = mine.groupby(["M", "N", "K"])["commit"].agg(set)
+    return {(m, n, k) for m, n, k, c in zip(*(rows.loc[rows["impl"] == "cublas", x] for x in ("M", "N", "K", "commit")))
+            if c not in ours.get((m, n, k), set())}
+
+
 def _forms(rows: pd.DataFrame) -> list[str]:
     """The stage's forms in the table's order: CUDA, Triton, Gluon, each backend's in ladder order (LADDER)."""
     order = {"cuda": 0, "triton": 1, "gluon": 2}
@@ -75,7 +83,8 @@ def _summary(rows: pd.DataFrame, copy: float | None) -> tuple[str, list[tuple[st
     """(cuBLAS's read rate as "a-b% of the copy's rate" and where it is least, or "" without a copy ceiling; each
     main form's times against cuBLAS; the number of shapes), or None without cuBLAS rows or main forms."""
     base = rows[rows["impl"] == "cublas"]
-    beside = base[base["commit"].isin(set(rows.loc[rows["impl"] != "cublas", "commit"]))]
+    apart = _apart(rows)
+    beside = base[[(m, n, k) not in apart for m, n, k in zip(base["M"], base["N"], base["K"])]]
     base = beside if len(beside) else base
     mains = [(f, rows[rows["impl"] == f]["pct_cublas"].dropna() / 100) for f in _forms(rows)
              if "-" not in f.split(":", 1)[1]]
@@ -142,7 +151,7 @@ def lesson(rows: pd.DataFrame, copy: float | None, dtype: str = "") -> str | Non
 
 def table(rows: pd.DataFrame, copy: float | None) -> str:
     """An HTML table: a row per shape (tokens, then W's size), cuBLAS's time and read rate, each form's x cuBLAS."""
-    forms = _forms(rows)
+    forms, elsewhere = _forms(rows), _apart(rows)
     head = ["M x N x K", "W MB", "cuBLAS us", "cuBLAS GB/s" + (" (% copy)" if copy else "")]
     head += [html.escape(f.split(":", 1)[0] + f.split(":", 1)[1][len(KEY):]) for f in forms]
     head.append("best GB/s" + (" (% copy)" if copy else ""))
@@ -156,7 +165,7 @@ def table(rows: pd.DataFrame, copy: float | None) -> str:
 
         def rate(gbps):
             return fmt_num(gbps, 4) + (f" ({100 * gbps / copy:.0f}%)" if copy else "")
-        apart = len(b) and b["commit"].iloc[0] not in set(at.loc[at["impl"] != "cublas", "commit"])
+        apart = (m, n, k) in elsewhere
         cells = [f"{m}x{n}x{k}", f"{n * k * 2 / 1e6:.0f}",
                  fmt_num(float(b["ms"].iloc[0]) * 1e3) + (" †" if apart else "") if len(b) else "",
                  rate(float(b["gbps"].iloc[0])) if len(b) else ""]
@@ -215,8 +224,7 @@ def extra(report_dir: Path, stale: set = frozenset()) -> dict:
                            "--shapes decode, and the 16-token llama3 shapes of the default sweep)."}
     copy = _copy(report_dir)
     mine, base = rows[rows["impl"] != "cublas"], rows[rows["impl"] == "cublas"]
-    apart = sorted({f"{m}x{n}x{k}" for m, n, k, c in zip(base["M"], base["N"], base["K"], base["commit"])
-                    if c not in set(mine[(mine["M"] == m) & (mine["N"] == n) & (mine["K"] == k)]["commit"])})
+    apart = sorted(f"{m}x{n}x{k}" for m, n, k in _apart(rows))
     big = mine[mine["N"] * mine["K"] * 2 >= BIG_W]
     caption = (f"results.csv, {dtype}, W row-major, the stage's rows of commit {', '.join(sorted(set(mine['commit'])))}"
                f": x cuBLAS is the cuBLAS row's time over the form's at the same shape (from pct_cublas; above 1 the "
