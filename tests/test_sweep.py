@@ -95,3 +95,35 @@ def test_refresh_stale_drops_only_stale_rows(tmp_path):
         kept = list(csv.DictReader(f))
     assert len(kept) == len(rows) - 1 and all(r["impl_key"] != "0" * 12 for r in kept)
     assert drop_stale(path) == 0
+
+
+def test_resumed_ceilings_measure_only_what_is_missing(monkeypatch):
+    """A resumed sweep keeps the ceilings a report holds and measures only those it lacks (a ceiling added later,
+    as fp8's was); a kept value is never re-measured or dropped."""
+    from study.measure import ceilings
+    called = []
+
+    def probe(name, value):
+        def fn(*a, **k):
+            called.append(name)
+            return value, 1755.0
+        return fn
+
+    for fn in ("dram_gbps", "smem_gbps", "l2_gbps", "fp32_fma_tflops", "gemm_tflops", "fp8_tflops"):
+        monkeypatch.setattr(ceilings, fn, probe(fn, 123.0))
+    monkeypatch.setattr(ceilings, "mma_sync_peak", lambda *a: called.append("mma") or {})
+    monkeypatch.setattr(ceilings, "tcec_probe", lambda *a: {"fresh": True})
+    monkeypatch.setattr(ceilings.torch.cuda, "get_device_name", lambda d: "NVIDIA H100 80GB HBM3")
+    keys = ["dram_gbps", "smem_gbps", "l2_gbps", "fp32_fma_tflops", "tf32_tc_tflops", "fp16_tc_tflops",
+            "bf16_tc_tflops", "int8_tc_tops", "fp64_tc_tflops"]
+    keys += [name for name, _, _ in ceilings.MMA_PEAK.values()]
+    kept = {"measured": {k: 7.0 for k in keys}, "sm_clock_mhz": {k: 1980.0 for k in keys},
+            "method": {k: "kept" for k in keys}}
+    out = ceilings.measure("cuda:0", None, kept=kept)
+    assert called == ["fp8_tflops"]
+    assert out["measured"]["fp8_tc_tflops"] == 123.0 and out["sm_clock_mhz"]["fp8_tc_tflops"] == 1755.0
+    assert all(out["measured"][k] == 7.0 and out["method"][k] == "kept" for k in keys)
+    assert out["tcec"] == {"fresh": True}
+    called.clear()
+    fresh = ceilings.measure("cuda:0", None)
+    assert "fp8_tflops" in called and "mma" in called and fresh["measured"]["dram_gbps"] == 123.0

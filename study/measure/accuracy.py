@@ -489,6 +489,8 @@ def main(argv: list[str] | None = None, render=None, parts=()) -> int:
     ap.add_argument("--fig8-backends", default="cuda", help="backends timed in Figure 8 (default cuda)")
     ap.add_argument("--budget-ms", type=float, default=None, help="timing budget per Figure 8 row (default 300)")
     ap.add_argument("--no-fig8", action="store_true")
+    ap.add_argument("--parts-only", action="store_true",
+                    help="only the other stages' studies (fp8's error against K), not the error-vs-K study or Figure 8")
     ap.add_argument("--no-report", action="store_true")
     args = ap.parse_args(argv)
     dists = tuple(d.strip() for d in args.distributions.split(",") if d.strip())
@@ -523,10 +525,14 @@ def main(argv: list[str] | None = None, render=None, parts=()) -> int:
         out.close()
         print(f"study.accuracy: {what} in {time.time() - t0:.0f} s -> {path}")
 
-    write(args.out / "accuracy.csv", ACCURACY_COLUMNS,
-          accuracy_rows(accuracy_methods(impls), dists, ks, args.size, device, context),
-          lambda r: f"{r['distribution']:8s} K={r['K']:<6} {r['method']:24s} relerr {_fmt(r['relerr']):9s} "
-                    f"median {_fmt(r['median_relerr']):9s} componentwise {_fmt(r['componentwise']):9s}", "error vs K")
+    if args.parts_only:
+        args.no_fig8 = True
+    else:
+        write(args.out / "accuracy.csv", ACCURACY_COLUMNS,
+              accuracy_rows(accuracy_methods(impls), dists, ks, args.size, device, context),
+              lambda r: f"{r['distribution']:8s} K={r['K']:<6} {r['method']:24s} relerr {_fmt(r['relerr']):9s} "
+                        f"median {_fmt(r['median_relerr']):9s} componentwise {_fmt(r['componentwise']):9s}",
+              "error vs K")
 
     if not args.no_fig8:
         backends = {b.strip() for b in args.fig8_backends.split(",")}

@@ -188,8 +188,13 @@ def tcec_passes_ms(device, clock, n: int):
     return _timed(impl.launch.passes(impl.name, p), 20, device, clock)
 
 
-def measure(device, clock) -> dict:
-    """Every ceiling, each with the mean SM clock NVML saw while it ran."""
+class _Kept(Exception):
+    """The mma.sync peaks a kept measurement already holds."""
+
+
+def measure(device, clock, kept: dict | None = None) -> dict:
+    """Every ceiling, each with the mean SM clock NVML saw while it ran.  kept: an earlier measurement of this
+    GPU whose ceilings stand (a resumed sweep's): only the compute and memory ceilings it lacks are measured."""
     gpu = torch.cuda.get_device_name(device)
     probes = {
         "dram_gbps": (lambda: dram_gbps(device, clock), "device-to-device copy of 2 GiB (bytes read + written), median of 20"),
@@ -206,6 +211,11 @@ def measure(device, clock) -> dict:
                           "out; registry cublas:fp8), median of 20"),
     }
     measured, clocks, method, errors = {}, {}, {}, {}
+    if kept:
+        have = {k for k, v in kept["measured"].items() if v is not None and k in kept["sm_clock_mhz"]}
+        measured, clocks = dict(kept["measured"]), dict(kept["sm_clock_mhz"])
+        method = dict(kept.get("method", {}))
+        probes = {k: v for k, v in probes.items() if k not in have}
     for key, (fn, how) in probes.items():
         try:
             measured[key], clocks[key] = fn()
@@ -213,9 +223,13 @@ def measure(device, clock) -> dict:
         except Exception as e:  # one missing ceiling should not cost the others
             measured[key], errors[key] = None, f"{type(e).__name__}: {e}"
     try:
+        if kept and all(name in have for name, _, _ in MMA_PEAK.values()):
+            raise _Kept
         measured.update(mma_sync_peak(device, clock, clocks))
         method.update({name: "mma_peak.cu: 8 independent mma.sync chains per warp, 4 blocks of 256 per SM, median "
                              "of 10 (the issue peak of stages 12-13)" for name, _, _ in MMA_PEAK.values()})
+    except _Kept:
+        pass
     except Exception as e:
         errors["mma_sync"] = f"{type(e).__name__}: {e}"
     return {"gpu": gpu, "measured": measured, "datasheet": datasheet(gpu), "sm_clock_mhz": clocks,
