@@ -59,6 +59,8 @@ struct Shape {
     int stages = 6;
     int cluster = 1;
     int bufs = 2;
+    int stream = 0;   // promoted: 1 issues chunk k + 1 before chunk k is promoted (a second partial); 2 also the
+                      // next tile's first chunk before the epilogue
 };
 
 template <const Shape& S, Mode MODE_>
@@ -66,11 +68,13 @@ struct Cfg {
     static constexpr Mode MODE = MODE_;
     static constexpr bool PROMOTE = MODE != TCACC;
     static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, BUFS = S.bufs, CONSUMERS = 2;
+    static constexpr int STREAM = S.stream;
+    static_assert(!STREAM || (PROMOTE && BN == 128), "a sum and two partials: 3 x 64 registers a thread");
     static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
     static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
     static_assert(BUFS == 1 || BUFS == 2, "a consumer's D buffers");
     static constexpr int BM = 64 * CONSUMERS, ACC = BN / 2;   // ACC: fp32 registers a thread per 64 x BN
-    static_assert(PROMOTE ? 2 * ACC <= 192 : ACC <= 128, "a consumer's 232 registers: the sum, the partial");
+    static_assert(PROMOTE ? (STREAM ? 3 : 2) * ACC <= 192 : ACC <= 128, "a consumer's 232 registers");
     static constexpr int THREADS = 128 * (CONSUMERS + 1);
     static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, SLOT_BYTES = A_BYTES + B_BYTES;
     static_assert((BN / CLUSTER) % 8 == 0, "a block's share of Bt (BN / CLUSTER rows): whole swizzle atoms");
@@ -300,87 +304,21 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                                            wgmma::desc(desc_b + off + 2 * kk, DESC_HI), first | kk);
                 wgmma::commit();
             };
-            Work<C> w(M, N, K);
-            [[maybe_unused]] const int NB = (N - 1) / 128 + 1;
-            uint32_t s = 0, phase = 0;   // the slot computed next, and its full barrier's parity
-            int stored = 0;              // the TMA-store epilogue's pieces so far, modulo BUFS
-            int m0, n0;
-            while (w.next(m0, n0)) {
+            // The epilogue of a finished 64 x BN tile: alpha * scales * acc (+ beta * C) to bf16, from registers or
+            // by TMA stores.  Warp votes (warp-uniform to nvcc): rows past M store nothing; the TMA-store path's
+            // barriers take the whole warpgroup, so it skips by the warpgroup's rows.
+            int stored = 0;   // the TMA-store epilogue's pieces so far, modulo BUFS
+            auto finish = [&](const float (&acc)[C::ACC], int m0, int n0) {
                 const int row0 = m0 + 64 * c + 16 * warp;   // this warp's first row
-                float acc[C::ACC];
-                if constexpr (C::PROMOTE) {
-                    float part[C::ACC];
-#pragma unroll
-                    for (int i = 0; i < C::ACC; ++i) acc[i] = 0.f;
-                    // BLOCK: the tile's n-blocks (at most two: BN <= 256 and n0 a multiple of 64), from column
-                    // `bound` on the second; the rows this thread holds, clamped into A.
-                    [[maybe_unused]] const int nb0 = n0 / 128, nb1 = min(nb0 + 1, NB - 1), bound = (nb0 + 1) * 128 - n0;
-                    [[maybe_unused]] const idx_t ra0 = min(row0 + (lane >> 2), M - 1);
-                    [[maybe_unused]] const idx_t ra1 = min(row0 + (lane >> 2) + 8, M - 1);
-                    // BLOCK: chunk kt's scales (sb of the two n-blocks, sa of the two rows), loaded a chunk ahead:
-                    // an L2 load outlasts one chunk's wgmmas, and the promotion waits for them.
-                    [[maybe_unused]] float nxt[4];
-                    auto scales = [&](int kt, float (&x)[4]) {
-                        x[0] = sb[(idx_t)nb0 * w.k_tiles + kt];
-                        x[1] = C::BN == 128 ? x[0] : sb[(idx_t)nb1 * w.k_tiles + kt];
-                        x[2] = sa[(idx_t)kt * M + ra0];
-                        x[3] = sa[(idx_t)kt * M + ra1];
-                    };
-                    if constexpr (C::MODE == BLOCK) scales(0, nxt);
-                    for (int kt = 0; kt < w.k_tiles; ++kt) {
-                        async_copy::mbar_wait(&full[s], phase);
-                        chunk(part, s * (C::SLOT_BYTES >> 4), 0);
-                        [[maybe_unused]] float s0, s1, a0, a1;
-                        if constexpr (C::MODE == BLOCK) {   // this chunk's scales; the next chunk's, in flight
-                            s0 = nxt[0], s1 = nxt[1], a0 = nxt[2], a1 = nxt[3];
-                            scales(min(kt + 1, w.k_tiles - 1), nxt);
-                        }
-                        wgmma::wait<0>();
-                        wgmma::hold(part);
-                        release(s);
-                        if (++s == C::STAGES) s = 0, phase ^= 1;
-                        [[maybe_unused]] float f[2][C::BN / 64];   // BLOCK: the scale of rows h, 64-column group g
-                        if constexpr (C::MODE == BLOCK) {
-#pragma unroll
-                            for (int g = 0; g < C::BN / 64; ++g) {
-                                const float sg = C::BN == 128 ? s0 : C::BN == 256 ? (g < 2 ? s0 : s1)
-                                                                   : 64 * g < bound ? s0 : s1;
-                                f[0][g] = a0 * sg;
-                                f[1][g] = a1 * sg;
-                            }
-                        }
-#pragma unroll
-                        for (int i = 0; i < C::ACC; ++i) {   // promotion: the chunk's partial into the fp32 sum
-                            if constexpr (C::MODE == BLOCK) acc[i] = fmaf(part[i], f[(i >> 1) & 1][i / 32], acc[i]);
-                            else acc[i] += part[i];
-                        }
-                    }
-                } else {   // TCACC: one accumulator over all of K; a slot is released once the next one's run
-                    uint32_t prev = 0;
-                    for (int kt = 0; kt < w.k_tiles; ++kt) {
-                        async_copy::mbar_wait(&full[s], phase);
-                        chunk(acc, s * (C::SLOT_BYTES >> 4), kt);
-                        wgmma::wait<1>();
-                        wgmma::hold(acc);
-                        if (kt > 0) release(prev);
-                        prev = s;
-                        if (++s == C::STAGES) s = 0, phase ^= 1;
-                    }
-                    wgmma::wait<0>();
-                    wgmma::hold(acc);
-                    release(prev);
-                }
                 float fr[2] = {tensor_scale, tensor_scale};
                 if constexpr (C::MODE == ROW) {
                     fr[0] = alpha * sa[min(row0 + (lane >> 2), M - 1)];
                     fr[1] = alpha * sa[min(row0 + (lane >> 2) + 8, M - 1)];
                 }
                 constexpr bool COLS = C::MODE == ROW;
-                // Warp votes (warp-uniform to nvcc, which keeps the loop's state uniform): rows past M store
-                // nothing.  The TMA-store path's barriers take the whole warpgroup: it skips by the warpgroup's rows.
                 if (store == 2) {
                     const int wg_row0 = m0 + 64 * c;
-                    if (__all_sync(~0u, wg_row0 >= M)) continue;
+                    if (__all_sync(~0u, wg_row0 >= M)) return;
                     const uint32_t bufs = pieces + c * C::BUFS * C::PIECE_BYTES;
                     if (beta != 0.f)
                         store_tile_tma<C, true, COLS>(acc, fr, sb, bufs, stored, map_d, wg_row0, n0, warp, lane, 1 + c,
@@ -388,9 +326,9 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     else
                         store_tile_tma<C, false, COLS>(acc, fr, sb, bufs, stored, map_d, wg_row0, n0, warp, lane,
                                                        1 + c, M, N, beta, Cm, ldc);
-                    continue;
+                    return;
                 }
-                if (__all_sync(~0u, row0 >= M)) continue;
+                if (__all_sync(~0u, row0 >= M)) return;
                 auto from_regs = [&](auto pair, auto has_c) {
                     store_tile<decltype(pair)::value, decltype(has_c)::value, COLS>(acc, fr, sb, row0, n0, lane, M, N,
                                                                                     beta, Cm, ldc, D, ldd);
@@ -403,6 +341,149 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 } else {
                     if (beta != 0.f) from_regs(no{}, yes{});
                     else from_regs(no{}, no{});
+                }
+            };
+            Work<C> w(M, N, K);
+            uint32_t s = 0, phase = 0;   // the slot computed next, and its full barrier's parity
+            int m0, n0;
+            if constexpr (C::STREAM) {
+                // Chunk kt + 1 is issued into the other partial before chunk kt is waited for: the tensor core has
+                // this warpgroup's next wgmmas queued while it promotes kt.  STREAM 2: the next tile's first chunk
+                // is issued before this tile's epilogue, and runs while D is stored.  BLOCK: a chunk's scales are
+                // loaded when it is issued and used a chunk later, at its promotion.
+                float acc[C::ACC], p0[C::ACC], p1[C::ACC];
+                [[maybe_unused]] float sc[2][3];   // BLOCK, per partial: sb[nb, kt], sa[row, kt], sa[row + 8, kt]
+                auto issue = [&](float (&p)[C::ACC], int tm0, int tn0, int kt, float (&x)[3]) {
+                    if constexpr (C::MODE == BLOCK) {
+                        const idx_t r = tm0 + 64 * c + 16 * warp + (lane >> 2);
+                        x[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + kt];
+                        x[1] = sa[(idx_t)kt * M + min(r, (idx_t)M - 1)];
+                        x[2] = sa[(idx_t)kt * M + min(r + 8, (idx_t)M - 1)];
+                    }
+                    async_copy::mbar_wait(&full[s], phase);
+                    chunk(p, s * (C::SLOT_BYTES >> 4), 0);
+                    if (++s == C::STAGES) s = 0, phase ^= 1;
+                };
+                uint32_t busy = s;   // the slot of the oldest chunk in flight
+                auto promote = [&](float (&p)[C::ACC], const float (&x)[3]) {
+                    wgmma::hold(p);
+                    release(busy);
+                    if (++busy == C::STAGES) busy = 0;
+                    [[maybe_unused]] float f0, f1;
+                    if constexpr (C::MODE == BLOCK) f0 = x[0] * x[1], f1 = x[0] * x[2];
+#pragma unroll
+                    for (int i = 0; i < C::ACC; ++i)
+                        acc[i] = C::MODE == BLOCK ? fmaf(p[i], (i & 2) ? f1 : f0, acc[i]) : acc[i] + p[i];
+                };
+                // A tile's chunks; its first is in flight in p0 on entry.  Returns whether another tile follows.
+                // STREAM 2 issues that tile's first chunk before this one's epilogue.
+                auto tile = [&]() {
+#pragma unroll
+                    for (int i = 0; i < C::ACC; ++i) acc[i] = 0.f;
+                    int kt = 0;
+                    for (; kt + 2 < w.k_tiles; kt += 2) {   // two chunks a trip: the partials' roles alternate
+                        issue(p1, m0, n0, kt + 1, sc[1]);
+                        wgmma::wait<1>();
+                        promote(p0, sc[0]);
+                        issue(p0, m0, n0, kt + 2, sc[0]);
+                        wgmma::wait<1>();
+                        promote(p1, sc[1]);
+                    }
+                    if (kt + 1 < w.k_tiles) {   // two chunks left, the first in flight in p0
+                        issue(p1, m0, n0, kt + 1, sc[1]);
+                        wgmma::wait<1>();
+                        promote(p0, sc[0]);
+                        wgmma::wait<0>();
+                        promote(p1, sc[1]);
+                    } else {
+                        wgmma::wait<0>();
+                        promote(p0, sc[0]);
+                    }
+                    const int dm0 = m0, dn0 = n0;
+                    if (!w.next(m0, n0)) {
+                        finish(acc, dm0, dn0);
+                        return false;
+                    }
+                    if (C::STREAM == 2) issue(p0, m0, n0, 0, sc[0]);
+                    finish(acc, dm0, dn0);
+                    return true;
+                };
+                if (w.next(m0, n0)) {
+                    issue(p0, m0, n0, 0, sc[0]);
+                    if constexpr (C::STREAM == 2) {
+                        while (tile()) {}
+                    } else {
+                        while (tile()) issue(p0, m0, n0, 0, sc[0]);
+                    }
+                }
+            } else {
+                [[maybe_unused]] const int NB = (N - 1) / 128 + 1;
+                while (w.next(m0, n0)) {
+                    [[maybe_unused]] const int row0 = m0 + 64 * c + 16 * warp;   // this warp's first row
+                    float acc[C::ACC];
+                    if constexpr (C::PROMOTE) {
+                        float part[C::ACC];
+#pragma unroll
+                        for (int i = 0; i < C::ACC; ++i) acc[i] = 0.f;
+                        // BLOCK: the tile's n-blocks (at most two: BN <= 256 and n0 a multiple of 64), from column
+                        // `bound` on the second; the rows this thread holds, clamped into A.
+                        [[maybe_unused]] const int nb0 = n0 / 128, nb1 = min(nb0 + 1, NB - 1), bound = (nb0 + 1) * 128 - n0;
+                        [[maybe_unused]] const idx_t ra0 = min(row0 + (lane >> 2), M - 1);
+                        [[maybe_unused]] const idx_t ra1 = min(row0 + (lane >> 2) + 8, M - 1);
+                        // BLOCK: chunk kt's scales (sb of the two n-blocks, sa of the two rows), loaded a chunk ahead:
+                        // an L2 load outlasts one chunk's wgmmas, and the promotion waits for them.
+                        [[maybe_unused]] float nxt[4];
+                        auto scales = [&](int kt, float (&x)[4]) {
+                            x[0] = sb[(idx_t)nb0 * w.k_tiles + kt];
+                            x[1] = C::BN == 128 ? x[0] : sb[(idx_t)nb1 * w.k_tiles + kt];
+                            x[2] = sa[(idx_t)kt * M + ra0];
+                            x[3] = sa[(idx_t)kt * M + ra1];
+                        };
+                        if constexpr (C::MODE == BLOCK) scales(0, nxt);
+                        for (int kt = 0; kt < w.k_tiles; ++kt) {
+                            async_copy::mbar_wait(&full[s], phase);
+                            chunk(part, s * (C::SLOT_BYTES >> 4), 0);
+                            [[maybe_unused]] float s0, s1, a0, a1;
+                            if constexpr (C::MODE == BLOCK) {   // this chunk's scales; the next chunk's, in flight
+                                s0 = nxt[0], s1 = nxt[1], a0 = nxt[2], a1 = nxt[3];
+                                scales(min(kt + 1, w.k_tiles - 1), nxt);
+                            }
+                            wgmma::wait<0>();
+                            wgmma::hold(part);
+                            release(s);
+                            if (++s == C::STAGES) s = 0, phase ^= 1;
+                            [[maybe_unused]] float f[2][C::BN / 64];   // BLOCK: the scale of rows h, 64-column group g
+                            if constexpr (C::MODE == BLOCK) {
+#pragma unroll
+                                for (int g = 0; g < C::BN / 64; ++g) {
+                                    const float sg = C::BN == 128 ? s0 : C::BN == 256 ? (g < 2 ? s0 : s1)
+                                                                       : 64 * g < bound ? s0 : s1;
+                                    f[0][g] = a0 * sg;
+                                    f[1][g] = a1 * sg;
+                                }
+                            }
+#pragma unroll
+                            for (int i = 0; i < C::ACC; ++i) {   // promotion: the chunk's partial into the fp32 sum
+                                if constexpr (C::MODE == BLOCK) acc[i] = fmaf(part[i], f[(i >> 1) & 1][i / 32], acc[i]);
+                                else acc[i] += part[i];
+                            }
+                        }
+                    } else {   // TCACC: one accumulator over all of K; a slot is released once the next one's run
+                        uint32_t prev = 0;
+                        for (int kt = 0; kt < w.k_tiles; ++kt) {
+                            async_copy::mbar_wait(&full[s], phase);
+                            chunk(acc, s * (C::SLOT_BYTES >> 4), kt);
+                            wgmma::wait<1>();
+                            wgmma::hold(acc);
+                            if (kt > 0) release(prev);
+                            prev = s;
+                            if (++s == C::STAGES) s = 0, phase ^= 1;
+                        }
+                        wgmma::wait<0>();
+                        wgmma::hold(acc);
+                        release(prev);
+                    }
+                    finish(acc, m0, n0);
                 }
             }
         };
@@ -434,7 +515,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 
 // Promoted: 128x128 tiles (each consumer 64x128: a partial and a sum, 64 registers each), 6 slots of 32 KiB,
 // two 8 KiB D buffers a consumer: 230,496 bytes of shared memory.
-constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2};
+constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
 FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )
@@ -461,6 +542,15 @@ FP8_ENTRY(x16_tensor_c2, WIDE_PAIRS, TENSOR, PAIRS_OF_2)
 FP8_ENTRY(x16_block_c2, WIDE_PAIRS, BLOCK, PAIRS_OF_2)
 constexpr Shape SQUARE_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2};
 FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
+// 128x128 promoted after each chunk's wgmmas are waited for, with nothing else in flight (the first design).
+constexpr Shape SERIAL{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 0};
+FP8_ENTRY(x16_tensor_serial, SERIAL, TENSOR, )
+FP8_ENTRY(x16_block_serial, SERIAL, BLOCK, )
+// Streamed, and the next tile's first chunk issued before this tile's epilogue.
+constexpr Shape STREAMED_2{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 2};
+FP8_ENTRY(x16_tensor_st2, STREAMED_2, TENSOR, )
+FP8_ENTRY(x16_row_st2, STREAMED_2, ROW, )
+FP8_ENTRY(x16_block_st2, STREAMED_2, BLOCK, )
 constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2, .bufs = 2};
 FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
 #endif

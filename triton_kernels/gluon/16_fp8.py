@@ -98,10 +98,11 @@ class Fp8Parts:
     TMA_STORE: gl.constexpr
     SCALING: gl.constexpr
     PROMOTE: gl.constexpr
+    STREAM: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(self, a_desc, b_desc, a_ring, b_ring, ready, empty, c_desc, d_desc, c_bufs, d_bufs, c_bars, C, D,
-                 ldc, ldd, SA, SB, M, N, K, alpha, beta, GROUP_M, HAS_C, TMA_STORE, SCALING, PROMOTE):
+                 ldc, ldd, SA, SB, M, N, K, alpha, beta, GROUP_M, HAS_C, TMA_STORE, SCALING, PROMOTE, STREAM):
         self.a_desc = a_desc
         self.b_desc = b_desc
         self.a_ring = a_ring
@@ -129,6 +130,7 @@ class Fp8Parts:
         self.TMA_STORE = gl.constexpr(TMA_STORE)
         self.SCALING = gl.constexpr(SCALING)
         self.PROMOTE = gl.constexpr(PROMOTE)
+        self.STREAM = gl.constexpr(STREAM)
 
 
 @gluon.jit
@@ -180,6 +182,62 @@ def _store_tile(p, x, alpha, row, col0, c_buf, d_buf, c_bar):
 
 
 @gluon.jit
+def _issue(p, WG: gl.constexpr, part, n, kt, rows, col0, KB, M64):
+    """Wait for chunk n's slot and issue its four wgmmas into `part` (from zero); BLOCK: its scales' loads, in
+    flight during them, combined into one factor a row."""
+    STAGES: gl.constexpr = p.a_ring.shape[0]
+    WG_M: gl.constexpr = p.a_ring.shape[1] // 2
+    s = n % STAGES
+    f = gl.zeros_like(rows).to(gl.float32)
+    if p.SCALING == 2:
+        sa = gl.load(p.SA + kt * M64 + rows, mask=rows < p.M, other=0.0)
+        f = sa * gl.load(p.SB + (col0 // 128) * KB + kt)
+    mbarrier.wait(p.ready.index(s), (n // STAGES) & 1)
+    a = p.a_ring.index(s).slice(WG * WG_M, WG_M, dim=0)
+    b = p.b_ring.index(s).permute((1, 0))
+    part = warpgroup_mma(a, b, part, use_acc=False, is_async=True)
+    return part, f
+
+
+@gluon.jit
+def _promote(p, acc, part, f, n, others: gl.constexpr):
+    """Wait until `others` wgmma groups at most are in flight (chunk n's are done), hand its slot back and add
+    its partial into the sum.  Returns the sum and the partial, waited for (a loop carries it as a tensor)."""
+    STAGES: gl.constexpr = p.a_ring.shape[0]
+    part = warpgroup_mma_wait(others, deps=[part])
+    mbarrier.arrive(p.empty.index(n % STAGES))
+    if p.SCALING == 2:
+        acc = gl.fma(part, f[:, None], acc)   # fused: a product tensor would need 64 more registers a thread
+    else:
+        acc = acc + part
+    return acc, part
+
+
+@gluon.jit
+def _streamed_tile(p, WG: gl.constexpr, acc, p0, p1, n, k_tiles, rows, col0, KB, M64):
+    """A tile's chunks with the promotion streamed: chunk kt + 1 is issued into the other partial before chunk
+    kt is waited for, so this warpgroup's next wgmmas are queued while it promotes.  Two chunks a trip (the
+    partials' roles alternate; a swap would move registers a wgmma still writes)."""
+    p0, f0 = _issue(p, WG, p0, n, 0, rows, col0, KB, M64)
+    for kt2 in range(0, (k_tiles - 1) // 2):
+        kt = 2 * kt2
+        p1, f1 = _issue(p, WG, p1, n + 1, kt + 1, rows, col0, KB, M64)
+        acc, p0 = _promote(p, acc, p0, f0, n, 1)
+        p0, f0 = _issue(p, WG, p0, n + 2, kt + 2, rows, col0, KB, M64)
+        acc, p1 = _promote(p, acc, p1, f1, n + 1, 1)
+        n += 2
+    if (k_tiles - 1) % 2 == 1:   # two chunks left, the first in flight in p0
+        r1, g1 = _issue(p, WG, p1, n + 1, k_tiles - 1, rows, col0, KB, M64)
+        acc, q0 = _promote(p, acc, p0, f0, n, 1)
+        acc, q1 = _promote(p, acc, r1, g1, n + 1, 0)
+        n += 2
+    else:
+        acc, q0 = _promote(p, acc, p0, f0, n, 0)
+        n += 1
+    return acc, n
+
+
+@gluon.jit
 def _consumer(p, WG: gl.constexpr):
     """Consumer warpgroup WG: rows WG*64.. of each tile.  PROMOTE: per chunk a fresh partial (scale-d 0),
     waited for, the slot released, the partial added into the fp32 sum (times its block scales in BLOCK
@@ -211,34 +269,38 @@ def _consumer(p, WG: gl.constexpr):
     tiles = gl.cdiv(p.M, BM) * gl.cdiv(p.N, BN)
     zero = gl.zeros([WG_M, BN], gl.float32, L)
     part = zero   # the promoted forms' partial: its registers are reused chunk after chunk (scale-d 0)
+    part1 = zero  # STREAM: the second partial
     n = 0
     for tile in range(gl.program_id(0), tiles, gl.num_programs(0)):
         row0, col0 = grouped_tile(tile, p.M, p.N, BM, BN, p.GROUP_M)
         row = row0 + WG * WG_M
         rows = row + gl.arange(0, WG_M, layout=gl.SliceLayout(1, L)).to(gl.int64)
         acc = zero
-        for kt in range(k_tiles):
-            s = n % STAGES
-            if p.SCALING == 2:   # this chunk's scales, in flight during its wgmmas
-                sa = gl.load(p.SA + kt * M64 + rows, mask=rows < p.M, other=0.0)
-                sb = gl.load(p.SB + (col0 // 128) * KB + kt)
-            mbarrier.wait(p.ready.index(s), (n // STAGES) & 1)
-            a = p.a_ring.index(s).slice(WG * WG_M, WG_M, dim=0)
-            b = p.b_ring.index(s).permute((1, 0))   # [BK, BN] view of the K-major B^T box
-            if p.PROMOTE:
-                part = warpgroup_mma(a, b, part, use_acc=False, is_async=True)
-                part = warpgroup_mma_wait(0, deps=[part])
-                mbarrier.arrive(p.empty.index(s))
-                if p.SCALING == 2:
-                    acc = acc + part * (sa * sb)[:, None]
+        if p.STREAM:
+            acc, n = _streamed_tile(p, WG, acc, part, part1, n, k_tiles, rows, col0, KB, M64)
+        else:
+            for kt in range(k_tiles):
+                s = n % STAGES
+                if p.SCALING == 2:   # this chunk's scales, in flight during its wgmmas
+                    sa = gl.load(p.SA + kt * M64 + rows, mask=rows < p.M, other=0.0)
+                    sb = gl.load(p.SB + (col0 // 128) * KB + kt)
+                mbarrier.wait(p.ready.index(s), (n // STAGES) & 1)
+                a = p.a_ring.index(s).slice(WG * WG_M, WG_M, dim=0)
+                b = p.b_ring.index(s).permute((1, 0))   # [BK, BN] view of the K-major B^T box
+                if p.PROMOTE:
+                    part = warpgroup_mma(a, b, part, use_acc=False, is_async=True)
+                    part = warpgroup_mma_wait(0, deps=[part])
+                    mbarrier.arrive(p.empty.index(s))
+                    if p.SCALING == 2:
+                        acc = acc + part * (sa * sb)[:, None]
+                    else:
+                        acc = acc + part
                 else:
-                    acc = acc + part
-            else:
-                acc = warpgroup_mma(a, b, acc, use_acc=kt > 0, is_async=True)
-                # This chunk's wgmmas stay in flight; the one before's are done and its slot goes back.
-                acc = warpgroup_mma_wait(1, deps=[acc])
-                mbarrier.arrive(p.empty.index((n + STAGES - 1) % STAGES), pred=kt > 0)
-            n += 1
+                    acc = warpgroup_mma(a, b, acc, use_acc=kt > 0, is_async=True)
+                    # This chunk's wgmmas stay in flight; the one before's are done and its slot goes back.
+                    acc = warpgroup_mma_wait(1, deps=[acc])
+                    mbarrier.arrive(p.empty.index((n + STAGES - 1) % STAGES), pred=kt > 0)
+                n += 1
         if not p.PROMOTE:
             acc = warpgroup_mma_wait(0, deps=[acc])
             mbarrier.arrive(p.empty.index((n + STAGES - 1) % STAGES))
@@ -255,7 +317,7 @@ def _consumer(p, WG: gl.constexpr):
 @gluon.jit(do_not_specialize=["M", "N", "K"])
 def fp8_kernel(a_desc, b_desc, c_desc, d_desc, C, D, SA, SB, M, N, K, ldc, ldd, alpha, beta,
                HAS_C: gl.constexpr, TMA_STORE: gl.constexpr, SCALING: gl.constexpr, PROMOTE: gl.constexpr,
-               STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOADER_REGS: gl.constexpr,
+               STREAM: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOADER_REGS: gl.constexpr,
                CONSUMER_REGS: gl.constexpr):
     """Persistent: the ring, its barriers, the epilogue buffers (TMA_STORE) and the three partitions.  Without
     TMA_STORE, c_desc and d_desc are placeholders (a_desc) and never read."""
@@ -280,7 +342,7 @@ def fp8_kernel(a_desc, b_desc, c_desc, d_desc, C, D, SA, SB, M, N, K, ldc, ldd, 
         c_bufs = a_ring
     p = Fp8Parts(a_desc, b_desc, a_ring, b_ring, ready, empty, c_desc, d_desc, c_bufs, d_bufs, c_bars, C, D,
                  as_int64(ldc), as_int64(ldd), SA, SB, M, N, K, alpha, beta, GROUP_M, HAS_C, TMA_STORE, SCALING,
-                 PROMOTE)
+                 PROMOTE, STREAM)
     gl.warp_specialize([(_consumer, (p, gl.constexpr(0))),   # default: warpgroup 0
                         (_consumer, (p, gl.constexpr(1))),   # worker: warpgroup 1
                         (_loader, (p,))],                    # worker: the loader warp
@@ -301,7 +363,7 @@ def _desc(t: torch.Tensor, block: list[int], layout) -> TensorDescriptor:
     return TensorDescriptor(t, [rows, cols], [pitch, 1], block, layout)
 
 
-def launch(p, meta: dict, promote: bool):
+def launch(p, meta: dict, promote: bool, stream: bool = False):
     """fp8_kernel for ScaledProblem p with `meta`: A and B^T by TMA (16-byte copies refreshed now where
     needed), D by TMA stores when D and C (if read) allow, else from registers.  Returns the compiled kernel."""
     from study.core.fp8 import k_major_16
@@ -323,14 +385,24 @@ def launch(p, meta: dict, promote: bool):
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     return fp8_kernel[_g14._persistent_grid(tiles, p.a.device)](
         a_desc, b_desc, c_desc, d_desc, c, p.out, p.scale_a, p.scale_b, M, N, K, c.stride(0), p.out.stride(0),
-        p.alpha, p.beta, HAS_C=has_c, TMA_STORE=tma_store, SCALING=_SCALING[p.scaling], PROMOTE=promote,
+        p.alpha, p.beta, HAS_C=has_c, TMA_STORE=tma_store, SCALING=_SCALING[p.scaling], PROMOTE=promote, STREAM=stream,
         LOADER_REGS=LOADER_REGS, CONSUMER_REGS=CONSUMER_REGS, maxnreg=MAXNREG, **meta)
 
 
-def _promoted(p, scaling: str):
+def _promoted(p, scaling: str, stream: bool = True):
     if p.scaling != scaling:
         raise ValueError(f"gluon:16_fp8: this form takes {scaling} scaling, got {p.scaling}")
-    return launch(p, META, True)
+    return launch(p, META, True, stream)
+
+
+def gemm_serial(p):
+    """Tuning variant: per-tensor, each chunk waited for and promoted with nothing else in flight."""
+    return _promoted(p, "tensor", False)
+
+
+def gemm_block_serial(p):
+    """Tuning variant: block scales, each chunk waited for and promoted with nothing else in flight."""
+    return _promoted(p, "block", False)
 
 
 def gemm(p):
