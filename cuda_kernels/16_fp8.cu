@@ -427,7 +427,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                         for (int i = 0; i < C::ACC; ++i) acc[i] = 0.f;
                         // BLOCK: the tile's n-blocks (at most two: BN <= 256 and n0 a multiple of 64), from column
                         // `bound` on the second; the rows this thread holds, clamped into A.
-                        [[maybe_unused]] const int nb0 = n0 / 128, nb1 = min(nb0 + 1, NB - 1), bound = (nb0 + 1) * 128 - n0;
+                        [[maybe_unused]] const int nb0 = n0 / 128, nb1 = min(nb0 + 1, NB - 1);
+                        [[maybe_unused]] const int bound = (nb0 + 1) * 128 - n0;
                         [[maybe_unused]] const idx_t ra0 = min(row0 + (lane >> 2), M - 1);
                         [[maybe_unused]] const idx_t ra1 = min(row0 + (lane >> 2) + 8, M - 1);
                         // BLOCK: chunk kt's scales (sb of the two n-blocks, sa of the two rows), loaded a chunk ahead:
