@@ -4,32 +4,34 @@
 //              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
 //              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
 //              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN.
-//              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots): each chunk's 4 wgmmas start a
-//              fresh partial sum; after wgmma.wait the consumer releases the slot and adds the partial into an
-//              fp32 sum (block: times sa[m,kb] * sb[kb,nb], loaded a chunk ahead), while the other consumer's
-//              wgmmas keep the tensor core busy.  fp8_tcacc: the whole K in the wgmma accumulator (128x256
-//              tiles, 4 slots), scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
+//              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
+//              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
+//              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
+//              sb[kb,nb], loaded when the chunk is issued), so the tensor core always holds this warpgroup's next
+//              chunk while it promotes.  fp8_tcacc: the whole K in the wgmma accumulator (128x256 tiles, 4 slots),
+//              scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
 //              one RN rounding to bf16; D leaves by stmatrix into 128-byte-swizzled 64x64 pieces (two buffers a
 //              consumer) and TMA stores when D is 16-byte aligned in start and pitch (and C allows 4-byte pairs),
 //              else from registers.
 // Reproduces:  no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors: DeepGEMM's
 //              README and the DeepSeek-V3 report (promotion of the tensor core's partial sums into fp32 every 128 k;
 //              128x128 block scales), triton-lang/triton PR #5461 (Triton's persistent TMA fp8 matmul).
-// Changed:     against stage 14: e4m3 operands, k32 wgmmas, B K-major, 128-deep k-tiles; a second fp32 sum per
-//              consumer (promotion), scales; stage 14's TMA-store epilogue for aligned D, register stores at any
-//              other alignment (the launcher's `store`, per call).
+// Changed:     against stage 14: e4m3 operands, k32 wgmmas, B K-major, 128-deep k-tiles; two partials and an fp32
+//              sum per consumer (promotion, 3 x 64 registers a thread), scales; stage 14's TMA-store epilogue for
+//              aligned D, register stores at any other alignment (the launcher's `store`, per call).
 // Why faster:  (a prediction, made before the first GPU run) fp8 wgmma doubles fp16's rate per byte of operand,
 //              so a tile's mainloop is half as long against the same epilogue: the TMA-store epilogue (per 64x64
 //              piece, 4 stmatrix a warp and one TMA store, against 32 scattered 4-byte stores a thread) gives the
-//              tensor core back sooner, as it did for stage 14.  128x128 promoted tiles (a partial and a sum, 64
-//              registers each) leave room for 6 slots beside the D buffers and waste less of the last wave than
-//              128x192 at 4096^3 (1024 tiles on 132 SMs against 704); the promotion's FADDs of one
-//              consumer overlap the other's wgmmas; block scales loaded a chunk ahead keep an L2 load's latency,
-//              longer than a chunk's wgmmas, out of the promotion.
-// Measured:    H100 SXM, the sweep of 651b053, TFLOP/s (% of cuBLAS fp8 of the same scaling; tcacc: of cuBLAS with
-//              fast accumulation), 4096^3: fp8_tensor 1055.4 (79.4%), fp8_row 1062.1 (82.0%), fp8_block 1005.1
-//              (84.0%), fp8_tcacc 1406.1 (100.0%); 8192^3: 1110.7 (76.1%), 1215.7 (85.6%), 1014.9 (76.3%), 1529.6
-//              (101.2%).  The promoted forms trail the Gluon twin's per-tensor and row forms at the same tile.
+//              tensor core back sooner, as it did for stage 14.  128x128 promoted tiles leave room for a sum and
+//              two partials (a 128x192 tile's three would be 288 registers) and 6 slots beside the D buffers.
+//              Streaming the promotion: a consumer that waits for all of its wgmmas before adding (the first
+//              design, variant `serial`) leaves the tensor core idle while both consumers add at once.
+// Measured:    H100 SXM, the sweep of d880b43, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling,
+//              a sweep apart; tcacc: of cuBLAS with fast accumulation), 4096^3: fp8_tensor 1186.6 (89.2%), fp8_row
+//              1115.6 (86.2%), fp8_block 1038.6 (86.8%), fp8_tcacc 1392.7 (99.0%); 8192^3: 1225.6 (84.0%), 1248.7
+//              (87.9%), 1020.2 (76.7%), 1491.5 (98.7%).  The streamed promotion against `serial`, timed side by
+//              side by study.probe at 4096^3: 1205 against 1064 TFLOP/s (cuBLAS 1305).  It still trails the
+//              Gluon twin, which streams the same way.
 // Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
 //              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.

@@ -4,23 +4,26 @@ Technique:  rung 14's persistent, warp-specialized machinery on e4m3 operands: a
             [BM, 128] and B^T [BN, 128] boxes (K-major, 128-byte swizzle) into a ring of mbarrier slots; two
             consumer warpgroups of 64 rows issue SS wgmma m64nBNk32 .e4m3.e4m3 (B the permuted view of its box);
             setmaxnreg 40 / 232.  gemm, gemm_row, gemm_block (promoted, "fp32acc", 128x128 tiles, 6 slots): a
-            slot is one 128-deep chunk whose four k32 wgmmas start a partial from zero (use_acc=False); the
-            warpgroup waits, hands the slot back and adds the partial into an fp32 sum (block: fma by
-            sa[m, kb] * sb[kb, nb]) while the other consumer's wgmmas run.  gemm_tcacc: rung 14's loop, one
-            accumulator over all of K, 128x256 tiles.  Epilogue: alpha * scale * acc (+ beta * C) in fp32, bf16
-            once; TMA stores in [64, 64] pieces when D and C allow, else masked register stores.
+            slot is one 128-deep chunk whose four k32 wgmmas start a partial from zero (use_acc=False); two
+            partials alternate, and chunk k + 1 is issued before the warpgroup waits for chunk k (wait(1)), hands
+            its slot back and adds it into an fp32 sum (block: fma by sa[m, kb] * sb[kb, nb]), so its next
+            wgmmas are queued while it adds.  gemm_tcacc: rung 14's loop, one accumulator over all of K, 128x256
+            tiles.  Epilogue: alpha * scale * acc (+ beta * C) in fp32, bf16 once; TMA stores in [64, 64] pieces
+            when D and C allow, else masked register stores.
 Reproduces: no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors:
             DeepGEMM's README and the DeepSeek-V3 report (section 3.3.2: promotion every 128 k, 1x128 and 128x128
             scales applied at promotion), triton-lang/triton PR #5461.  The CUDA twin: cuda_kernels/16_fp8.cu.
 Changed:    from Gluon 14: e4m3 operands, bf16 C and D; B^T boxes passed permuted (fp8 wgmma reads B K-major
-            only); BK 128; promoted forms: 128x128 tiles, the partial accumulator and the promotion adds; scales;
+            only); BK 128; promoted forms: 128x128 tiles, two partial accumulators and the promotion adds; scales;
             register stores for C and D of any alignment.
-Why faster: (a prediction) against the Triton form: the ring runs ahead across tiles and a consumer's promotion
-            adds overlap the other's wgmmas, so the promoted forms should stay near the tcacc form; against cuBLAS,
-            128x128 tiles move more operand bytes per product than its tiles, so near cuBLAS, not above.
-Measured:   H100 SXM, the sweep of 651b053, TFLOP/s (% of cuBLAS fp8 of the same scaling; tcacc: of cuBLAS with fast
-            accumulation), 4096^3: gemm 1272.6 (95.7%), gemm_row 1212.2 (93.6%), gemm_block 917.4 (76.7%),
-            gemm_tcacc 1411.4 (100.3%); 8192^3: 1238.8 (84.9%), 1357.5 (95.6%), 925.3 (69.6%), 1565.5 (103.5%).
+Why faster: (a prediction) against the Triton form: the ring runs ahead across tiles and a consumer's next
+            chunk runs while it promotes, so the promoted forms should stay near the tcacc form; against cuBLAS,
+            whose kernel here is a 128x128 one too, near cuBLAS.
+Measured:   H100 SXM, the sweep of d880b43, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling, a sweep
+            apart; tcacc: of cuBLAS with fast accumulation), 4096^3: gemm 1343.4 (101.0%), gemm_row 1280.2
+            (98.9%), gemm_block 1147.0 (95.9%), gemm_tcacc 1406.3 (100.0%); 8192^3: 1433.7 (98.3%), 1377.5
+            (97.0%), 1081.6 (81.4%), 1536.7 (101.6%).  Against the first design (variant `serial`, each chunk
+            waited for alone), timed side by side by study.probe at 4096^3: 1351 against 1240 TFLOP/s.
 Ragged edges: TMA reads zeros past M, N and K; TMA stores clip D at M and N, register stores are masked; beta == 0
             reads no C; block scales past M load as 0 (those rows are never stored).
 Alignment:  A and B^T through study.core.fp8.k_major_16 (16-byte pitched copies, refreshed at every launch, when a
