@@ -65,8 +65,9 @@ struct Shape {
                       // next tile's first chunk before the epilogue
 };
 
-template <const Shape& S, Mode MODE_>
+template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M>
 struct Cfg {
+    static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
     static constexpr Mode MODE = MODE_;
     static constexpr bool PROMOTE = MODE != TCACC;
     static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, BUFS = S.bufs, CONSUMERS = 2;
@@ -110,7 +111,7 @@ struct Work {
     __device__ bool next(int& m0, int& n0) {
         if (t >= tiles) return false;
         int tmc, tn;
-        tile_of<GROUP_M / C::CLUSTER>(t, tiles_mc, tiles_n, tmc, tn);
+        tile_of<C::GROUP / C::CLUSTER>(t, tiles_mc, tiles_n, tmc, tn);
         m0 = (tmc * C::CLUSTER + rank) * C::BM;
         n0 = tn * C::BN;
         t += stride;
@@ -504,8 +505,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 // scales (study.core.fp8's layouts).  store: how D leaves: 0 bf16 by bf16 from registers, 1 as 4-byte column
 // pairs (C, D, ldc and ldd allow them), 2 by TMA stores through map_d (D 16-byte aligned in start and pitch, boxes
 // of 64 x 64; C read as pairs); map_d is a placeholder otherwise, never read.
-#define FP8_ENTRY(NAME, SHAPE, MODE, ATTR)                                                                    \
-    using NAME##_cfg = Cfg<SHAPE, MODE>;                                                                     \
+#define FP8_ENTRY(NAME, SHAPE, MODE, ATTR, ...)                                                                      \
+    using NAME##_cfg = Cfg<SHAPE, MODE __VA_OPT__(,) __VA_ARGS__>;                                                   \
     extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) ATTR                                \
     NAME(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N, \
          int K, double alpha, double beta, const float* __restrict__ sa, const float* __restrict__ sb,       \
@@ -549,6 +550,17 @@ FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
 constexpr Shape SERIAL{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 0};
 FP8_ENTRY(x16_tensor_serial, SERIAL, TENSOR, )
 FP8_ENTRY(x16_block_serial, SERIAL, BLOCK, )
+// Streamed, in groups of 8 tile-rows (Gluon's), and with one D buffer a consumer.
+constexpr Shape STREAMED_G8{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
+FP8_ENTRY(x16_tensor_g8, STREAMED_G8, TENSOR, , 8)
+FP8_ENTRY(x16_block_g8, STREAMED_G8, BLOCK, , 8)
+constexpr Shape STREAMED_G8B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
+FP8_ENTRY(x16_tensor_g8b1, STREAMED_G8B1, TENSOR, , 8)
+constexpr Shape STREAMED_B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
+FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
+// Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
+constexpr Shape STREAMED_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2, .stream = 1};
+FP8_ENTRY(x16_tensor_stc2, STREAMED_PAIRS, TENSOR, PAIRS_OF_2)
 // Streamed, and the next tile's first chunk issued before this tile's epilogue.
 constexpr Shape STREAMED_2{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 2};
 FP8_ENTRY(x16_tensor_st2, STREAMED_2, TENSOR, )
