@@ -22,10 +22,12 @@
 // Why faster:  (a prediction, made before the first GPU run) fp8 wgmma doubles fp16's rate per byte of operand,
 //              so a tile's mainloop is half as long against the same epilogue: the TMA-store epilogue (per 64x64
 //              piece, 4 stmatrix a warp and one TMA store, against 32 scattered 4-byte stores a thread) gives the
-//              tensor core back sooner, as it did for stage 14.  128x128 promoted tiles leave room for a sum and
-//              two partials (a 128x192 tile's three would be 288 registers) and 6 slots beside the D buffers.
-//              Streaming the promotion: a consumer that waits for all of its wgmmas before adding (the first
-//              design, variant `serial`) leaves the tensor core idle while both consumers add at once.
+//              tensor core back sooner, as it did for stage 14.  128x128 promoted tiles leave room for 6 slots
+//              beside the D buffers and waste less of the last wave than 128x192 at 4096^3 (1024 tiles on 132 SMs
+//              against 704).  Then, from the first runs: a consumer that waited for all of its wgmmas before adding
+//              (that design is the variant `serial`) left the tensor core idle while both consumers added at once;
+//              the streamed promotion keeps the next chunk queued, and a sum with two partials fits only at
+//              128x128 (three 128x192 sets would be 288 registers).
 // Measured:    H100 SXM, the sweep of d880b43, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling,
 //              a sweep apart; tcacc: of cuBLAS with fast accumulation), 4096^3: fp8_tensor 1186.6 (89.2%), fp8_row
 //              1115.6 (86.2%), fp8_block 1038.6 (86.8%), fp8_tcacc 1392.7 (99.0%); 8192^3: 1225.6 (84.0%), 1248.7
@@ -517,8 +519,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
     STUDY_ENTRY_FACTS(NAME, NAME##_cfg::BM, NAME##_cfg::BN, NAME##_cfg::THREADS, NAME##_cfg::SMEM_BYTES)
 #define PAIRS_OF_2 __cluster_dims__(2, 1, 1)
 
-// Promoted: 128x128 tiles (each consumer 64x128: a partial and a sum, 64 registers each), 6 slots of 32 KiB,
-// two 8 KiB D buffers a consumer: 230,496 bytes of shared memory.
+// Promoted: 128x128 tiles (each consumer 64x128: two partials and a sum, 64 registers each; the promotion
+// streamed), 6 slots of 32 KiB, two 8 KiB D buffers a consumer: 230,496 bytes of shared memory.
 constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )

@@ -103,10 +103,13 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
     speed = _speed(df)
     parts = []
     if speed:
-        parts.append(f"Promotion costs speed: at {LESSON_SIZE}³ the per-tensor promoted form runs at "
+        parts.append("Promotion adds the tensor core's partial sum into fp32 registers every 128 k (fp32acc); "
+                     "without it (tcacc) the whole K is summed inside the tensor core. "
+                     f"Promotion costs speed: at {LESSON_SIZE}³ the per-tensor promoted form runs at "
                      + ", ".join(f"{fmt_num(p)} against {fmt_num(u)} TFLOP/s unpromoted "
                                  f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {100 * (1 - p / u):.0f}% slower)"
-                                 for b, p, u in speed) + ".")
+                                 for b, p, u in speed)
+                     + "; our unpromoted forms also run larger tiles (128x256 against 128x128).")
     if acc is not None:
         k, pro, unp, fast, floor = _largest_k(acc)
         if len(pro) and len(unp):

@@ -149,8 +149,10 @@ def counters(report_dir: Path, s: Stage) -> dict:
         return {"where": "", "rows": [], "claims": claims}
     agg = hierarchy.per_call(df)
     mine = set(agg.loc[agg["stage"] == s.number, "impl"])
-    first = df.iloc[0]
-    return {"where": f"{first['gpu']}, commit {first['commit']}",
+    shown = df[df["impl"].isin(mine)] if mine else df
+    commits = sorted(set(shown["commit"].astype(str)))   # the stage's own rows', not the file's first row's
+    where = f"{shown.iloc[0]['gpu']}, commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}"
+    return {"where": where,
             "rows": [r for r in hierarchy.table(agg) if r["impl"] in mine],
             "claims": [c for c in hierarchy.claims(agg) if c["stage"] == s.number]}
 

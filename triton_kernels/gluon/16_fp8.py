@@ -16,9 +16,11 @@ Reproduces: no seed covers fp8; promotion is seed 002's lesson (sum outside the 
 Changed:    from Gluon 14: e4m3 operands, bf16 C and D; B^T boxes passed permuted (fp8 wgmma reads B K-major
             only); BK 128; promoted forms: 128x128 tiles, two partial accumulators and the promotion adds; scales;
             register stores for C and D of any alignment.
-Why faster: (a prediction) against the Triton form: the ring runs ahead across tiles and a consumer's next
-            chunk runs while it promotes, so the promoted forms should stay near the tcacc form; against cuBLAS,
-            whose kernel here is a 128x128 one too, near cuBLAS.
+Why faster: (a prediction, made before the first GPU run) against the Triton form: the ring runs ahead across
+            tiles and a consumer's promotion adds overlap the other's wgmmas, so the promoted forms should stay
+            near the tcacc form; against cuBLAS, 128x128 tiles move more operand bytes per product than its
+            tiles, so near cuBLAS, not above.  From the first runs: both consumers added at once while the tensor
+            core idled (variant `serial`), so a consumer now keeps its next chunk queued while it adds.
 Measured:   H100 SXM, the sweep of d880b43, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling, a sweep
             apart; tcacc: of cuBLAS with fast accumulation), 4096^3: gemm 1343.4 (101.0%), gemm_row 1280.2
             (98.9%), gemm_block 1147.0 (95.9%), gemm_tcacc 1406.3 (100.0%); 8192^3: 1433.7 (98.3%), 1377.5
@@ -51,8 +53,8 @@ TENSOR, ROW, BLOCK = 0, 1, 2
 _SCALING = {"tensor": TENSOR, "row": ROW, "block": BLOCK}
 CHUNK = 128   # the promotion interval and the k-block of block scaling: one ring slot
 
-# Promoted forms: 128x128 tiles (two consumer warpgroups of 64x128: partial and sum 64 + 64 fp32 registers a
-# thread), BK = CHUNK, 6 slots of 32 KiB (A 128x128, B^T 128x128); the epilogue in [64, EPI_N] pieces.
+# Promoted forms: 128x128 tiles (two consumer warpgroups of 64x128: two partials and a sum, 3 x 64 fp32
+# registers a thread), BK = CHUNK, 6 slots of 32 KiB (A 128x128, B^T 128x128); the epilogue in [64, EPI_N] pieces.
 META = dict(BM=128, BN=128, BK=CHUNK, STAGES=6, GROUP_M=8, EPI_N=64)
 # tcacc: rung 14's 128x256 tiles (one 128-register accumulator a thread), 4 slots of 48 KiB.
 META_TCACC = dict(BM=128, BN=256, BK=CHUNK, STAGES=4, GROUP_M=8, EPI_N=64)
