@@ -67,14 +67,17 @@ struct Shape {
                       // next tile's first chunk before the epilogue
 };
 
-template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M>
+template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true, int AHEAD_ = 1>
 struct Cfg {
+    static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
+    static constexpr bool UNIFORM = UNIFORM_;   // the roles and ring waits written so that ptxas sees them warp-uniform
     static constexpr Mode MODE = MODE_;
     static constexpr bool PROMOTE = MODE != TCACC;
     static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, BUFS = S.bufs, CONSUMERS = 2;
     static constexpr int STREAM = S.stream;
     static_assert(!STREAM || (PROMOTE && BN == 128), "a sum and two partials: 3 x 64 registers a thread");
+    static_assert(AHEAD == 1 || (AHEAD == 2 && MODE == BLOCK && STREAM), "scales two chunks ahead: streamed BLOCK");
     static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
     static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
     static_assert(BUFS == 1 || BUFS == 2, "a consumer's D buffers");
@@ -263,7 +266,15 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
     if (C::CLUSTER > 1) tma::cluster_sync();
     else __syncthreads();
 
-    if (tid < 128) {   // the producer warpgroup: thread 0 copies k-tile after k-tile as slots free up
+    // The warpgroup's role, broadcast from lane 0 (__shfl_sync) and ring waits looping inside their asm: ptxas
+    // then knows every branch a consumer takes is warp-uniform and keeps slots and wgmma descriptors in uniform
+    // registers (without them, an R2UR moves each descriptor before its wgmma: 187 against 10 in fp8_tensor's SASS).
+    const int role = C::UNIFORM ? __shfl_sync(~0u, tid / 128, 0) : tid / 128;
+    auto wait = [](uint64_t* bar, unsigned parity) {
+        if constexpr (C::UNIFORM) async_copy::mbar_wait_asm(bar, parity);
+        else async_copy::mbar_wait(bar, parity);
+    };
+    if (role == 0) {   // the producer warpgroup: thread 0 copies k-tile after k-tile as slots free up
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (tid == 0) {
             Work<C> w(M, N, K);
@@ -271,7 +282,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
             int m0, n0;
             while (w.next(m0, n0)) {
                 for (int kt = 0; kt < w.k_tiles; ++kt) {
-                    async_copy::mbar_wait(&empty[s], phase ^ 1);   // a fresh barrier's parity-1 phase: complete
+                    wait(&empty[s], phase ^ 1);   // a fresh barrier's parity-1 phase: complete
                     const uint32_t slot = ring + s * C::SLOT_BYTES, b = slot + C::A_BYTES;
                     tma::expect_tx(&full[s], C::SLOT_BYTES);
                     tma::load_2d(slot, map_a, kt * BK, m0, &full[s]);
@@ -358,14 +369,24 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 // loaded when it is issued and used a chunk later, at its promotion.
                 float acc[C::ACC], p0[C::ACC], p1[C::ACC];
                 [[maybe_unused]] float sc[2][3];   // BLOCK, per partial: sb[nb, kt], sa[row, kt], sa[row + 8, kt]
+                [[maybe_unused]] float pre[3];   // AHEAD 2: chunk kt + 1's scales, loaded when kt is issued
                 auto issue = [&](float (&p)[C::ACC], int tm0, int tn0, int kt, float (&x)[3]) {
                     if constexpr (C::MODE == BLOCK) {
                         const idx_t r = tm0 + 64 * c + 16 * warp + (lane >> 2);
-                        x[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + kt];
-                        x[1] = sa[(idx_t)kt * M + min(r, (idx_t)M - 1)];
-                        x[2] = sa[(idx_t)kt * M + min(r + 8, (idx_t)M - 1)];
+                        auto load = [&](int k, float (&y)[3]) {
+                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k];
+                            y[1] = sa[(idx_t)k * M + min(r, (idx_t)M - 1)];
+                            y[2] = sa[(idx_t)k * M + min(r + 8, (idx_t)M - 1)];
+                        };
+                        if (C::AHEAD == 1 || kt == 0) {
+                            load(kt, x);
+                        } else {
+#pragma unroll
+                            for (int i = 0; i < 3; ++i) x[i] = pre[i];
+                        }
+                        if (C::AHEAD == 2) load(min(kt + 1, w.k_tiles - 1), pre);
                     }
-                    async_copy::mbar_wait(&full[s], phase);
+                    wait(&full[s], phase);
                     chunk(p, s * (C::SLOT_BYTES >> 4), 0);
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 };
@@ -447,7 +468,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                         };
                         if constexpr (C::MODE == BLOCK) scales(0, nxt);
                         for (int kt = 0; kt < w.k_tiles; ++kt) {
-                            async_copy::mbar_wait(&full[s], phase);
+                            wait(&full[s], phase);
                             chunk(part, s * (C::SLOT_BYTES >> 4), 0);
                             [[maybe_unused]] float s0, s1, a0, a1;
                             if constexpr (C::MODE == BLOCK) {   // this chunk's scales; the next chunk's, in flight
@@ -477,7 +498,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     } else {   // TCACC: one accumulator over all of K; a slot is released once the next one's run
                         uint32_t prev = 0;
                         for (int kt = 0; kt < w.k_tiles; ++kt) {
-                            async_copy::mbar_wait(&full[s], phase);
+                            wait(&full[s], phase);
                             chunk(acc, s * (C::SLOT_BYTES >> 4), kt);
                             wgmma::wait<1>();
                             wgmma::hold(acc);
@@ -493,7 +514,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 }
             }
         };
-        if (ctid < 128) consume(std::integral_constant<int, 0>{});
+        if (role == 1) consume(std::integral_constant<int, 0>{});
         else consume(std::integral_constant<int, 1>{});
         if ((tid & 127) == 0) tma::store_wait<0, false>();   // the D buffers outlive their last store
     }
@@ -568,6 +589,15 @@ constexpr Shape STREAMED_2{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .str
 FP8_ENTRY(x16_tensor_st2, STREAMED_2, TENSOR, )
 FP8_ENTRY(x16_row_st2, STREAMED_2, ROW, )
 FP8_ENTRY(x16_block_st2, STREAMED_2, BLOCK, )
+// The registered kernels with the roles and ring waits as ptxas cannot prove warp-uniform (tid / 128, a C++ retry
+// loop): each wgmma's descriptors pass through R2UR.
+FP8_ENTRY(x16_tensor_div, PROMOTED, TENSOR, , GROUP_M, false)
+FP8_ENTRY(x16_row_div, PROMOTED, ROW, , GROUP_M, false)
+FP8_ENTRY(x16_block_div, PROMOTED, BLOCK, , GROUP_M, false)
+// Block scales loaded two chunks before their promotion (one, registered).
+FP8_ENTRY(x16_block_ahead2, PROMOTED, BLOCK, , GROUP_M, true, 2)
+FP8_ENTRY(x16_block_g8a2, PROMOTED, BLOCK, , 8, true, 2)
+FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M, false)
 constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2, .bufs = 2};
 FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
 #endif

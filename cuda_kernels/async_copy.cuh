@@ -72,6 +72,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
     } while (!done);
 }
 
+// mbar_wait with the retry loop inside the asm: no C++-level branch on a per-thread value, so ptxas keeps what a
+// warp computes after the wait (ring slots, wgmma descriptors) in uniform registers where it can.
+__device__ __forceinline__ void mbar_wait_asm(uint64_t* bar, unsigned parity) {
+    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra WAIT_%=;\n}\n" :: "r"(smem_u32(bar)), "r"(parity) : "memory");
+}
+
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, bulk copies).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
