@@ -52,7 +52,9 @@
 
 namespace {
 
-constexpr int BK = 128, GROUP_M = 16;   // BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8
+// BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8.  GROUP_M: tile-rows a group of the persistent
+// walk, promoted forms (8: the faster at 4096^3 and 8192x8192x4096 in the probe of 928fc7f) and tcacc (16).
+constexpr int BK = 128, GROUP_M = 8, GROUP_M_TCACC = 16;
 enum Mode { TENSOR, ROW, BLOCK, TCACC };   // TCACC: per-tensor scales, no promotion
 
 // A kernel's shape: 128 x `bn` tiles (two consumer warpgroups of 64 x bn), a ring of `stages` slots, clusters
@@ -67,7 +69,8 @@ struct Shape {
                       // next tile's first chunk before the epilogue
 };
 
-template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true, int AHEAD_ = 1>
+template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
+          int AHEAD_ = MODE_ == BLOCK && S.stream ? 2 : 1>
 struct Cfg {
     static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
@@ -545,11 +548,11 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
-FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )
+FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )   // its scales loaded two chunks ahead
 // Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB, two D buffers a
 // consumer (stage 14's wgmma_tma).
 constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1, .bufs = 2};
-FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, )
+FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, , GROUP_M_TCACC)
 
 #ifdef FP8_EXPLORE
 // 128x192 promoted tiles (a partial and a sum, 96 registers each; 17% fewer operand bytes per output than
@@ -573,12 +576,9 @@ FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
 constexpr Shape SERIAL{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 0};
 FP8_ENTRY(x16_tensor_serial, SERIAL, TENSOR, )
 FP8_ENTRY(x16_block_serial, SERIAL, BLOCK, )
-// Streamed, in groups of 8 tile-rows (Gluon's), and with one D buffer a consumer.
-constexpr Shape STREAMED_G8{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
-FP8_ENTRY(x16_tensor_g8, STREAMED_G8, TENSOR, , 8)
-FP8_ENTRY(x16_block_g8, STREAMED_G8, BLOCK, , 8)
-constexpr Shape STREAMED_G8B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
-FP8_ENTRY(x16_tensor_g8b1, STREAMED_G8B1, TENSOR, , 8)
+// Streamed, in groups of 16 tile-rows (the registered walk until 928fc7f), and with one D buffer a consumer.
+FP8_ENTRY(x16_tensor_g16, PROMOTED, TENSOR, , 16)
+FP8_ENTRY(x16_block_g16, PROMOTED, BLOCK, , 16)
 constexpr Shape STREAMED_B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
 FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
@@ -594,10 +594,9 @@ FP8_ENTRY(x16_block_st2, STREAMED_2, BLOCK, )
 FP8_ENTRY(x16_tensor_div, PROMOTED, TENSOR, , GROUP_M, false)
 FP8_ENTRY(x16_row_div, PROMOTED, ROW, , GROUP_M, false)
 FP8_ENTRY(x16_block_div, PROMOTED, BLOCK, , GROUP_M, false)
-// Block scales loaded two chunks before their promotion (one, registered).
-FP8_ENTRY(x16_block_ahead2, PROMOTED, BLOCK, , GROUP_M, true, 2)
-FP8_ENTRY(x16_block_g8a2, PROMOTED, BLOCK, , 8, true, 2)
-FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M, false)
+FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M_TCACC, false)
+// Block scales loaded one chunk before their promotion (two, registered).
+FP8_ENTRY(x16_block_ahead1, PROMOTED, BLOCK, , GROUP_M, true, 1)
 constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2, .bufs = 2};
-FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
+FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2, GROUP_M_TCACC)
 #endif
