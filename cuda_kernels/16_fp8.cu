@@ -376,8 +376,10 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 auto issue = [&](float (&p)[C::ACC], int tm0, int tn0, int kt, float (&x)[3]) {
                     if constexpr (C::MODE == BLOCK) {
                         const idx_t r = tm0 + 64 * c + 16 * warp + (lane >> 2);
+                        // sb's index holds a term ptxas cannot prove 0 (threadIdx.x >= blockDim.x): a provably
+                        // uniform scale is moved into a uniform register by an R2UR that waits for its load.
                         auto load = [&](int k, float (&y)[3]) {
-                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k];
+                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k + (threadIdx.x >= blockDim.x)];
                             y[1] = sa[(idx_t)k * M + min(r, (idx_t)M - 1)];
                             y[2] = sa[(idx_t)k * M + min(r + 8, (idx_t)M - 1)];
                         };
