@@ -2,12 +2,14 @@
 //
 // Technique:   wgmma.mma_async m64nNk32 .e4m3.e4m3 -> f32 (fp8_wgmma.cuh), both operands K-major (A: M x K, B as
 //              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
-//              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
-//              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN.
+//              skeleton: persistent blocks walking tiles in groups of GROUP_M tile-rows, a producer warpgroup
+//              (setmaxnreg 40; one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each
+//              64 x BN; roles and ring waits written so that ptxas sees them warp-uniform (uniform registers hold
+//              the slots and wgmma descriptors).
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb], loaded when the chunk is issued), so the tensor core always holds this warpgroup's next
+//              sb[kb,nb], loaded two chunks before), so the tensor core always holds this warpgroup's next
 //              chunk while it promotes.  fp8_tcacc: the whole K in the wgmma accumulator (128x256 tiles, 4 slots),
 //              scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
 //              one RN rounding to bf16; D leaves by stmatrix into 128-byte-swizzled 64x64 pieces (two buffers a

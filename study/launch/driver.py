@@ -193,11 +193,11 @@ def resident_blocks(k: LoadedKernel, block: tuple[int, int, int], smem: int, clu
 _TMA_DTYPES = {1: "uint8", 2: "uint16", 4: "uint32"}     # the copy engine moves bytes: only the width matters
 
 
-def tensor_map_2d(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256):
+def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]):
     """A TMA descriptor of the row-major matrix t (rows may be padded) in boxes of box = (rows, cols), with the
     128-byte swizzle and 256-byte L2 promotion (128 bytes, Triton's choice, measured no different for stage 14:
     docs/14_wgmma.md); elements outside t read as zeros.  The copy engine needs a 16-byte aligned start and row pitch (a
-    single row's pitch is never used, so it is rounded up here).  l2_promotion: 256, 128 or 0 (none) bytes."""
+    single row's pitch is never used, so it is rounded up here)."""
     import numpy as np
     from cuda.core._tensor_map import TensorMapL2Promotion, TensorMapSwizzle   # not re-exported in cuda.core 1.2
     rows, cols = t.shape
@@ -207,10 +207,9 @@ def tensor_map_2d(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256
     if t.data_ptr() % 16 or (t.stride(0) * esize) % 16 or t.stride(1) != 1:
         raise ValueError(f"a tensor map needs a row-major matrix with a 16-byte aligned start and pitch, got "
                          f"strides {t.stride()} at {t.data_ptr():#x}")
-    promotion = {256: TensorMapL2Promotion.L2_256B, 128: TensorMapL2Promotion.L2_128B, 0: TensorMapL2Promotion.NONE}
     view = _core().utils.StridedMemoryView.from_dlpack(t, stream_ptr=-1)
     return view.as_tensor_map(box, data_type=np.dtype(_TMA_DTYPES[esize]), swizzle=TensorMapSwizzle.SWIZZLE_128B,
-                              l2_promotion=promotion[l2_promotion])
+                              l2_promotion=TensorMapL2Promotion.L2_256B)
 
 
 # --- launching -------------------------------------------------------------------------------------------------

@@ -576,11 +576,10 @@ class CudaFp8Launch(CudaLaunch):
     how this call's D leaves: 2, by TMA stores of 64x64 boxes through map_d (with `tma_store`, D 16-byte aligned in
     start and pitch, C read as column pairs), else 1 from registers as 4-byte column pairs (C and D allow them), else
     0 element by element.  One block per resident slot (clusters of `cluster` along M), balanced as CudaTmaLaunch's
-    `balance`.  l2: the operand maps' L2 promotion in bytes (study.launch.driver.tensor_map_2d)."""
+    `balance`."""
     cluster: int = 1
     balance: bool = True
     tma_store: bool = True
-    l2: int = 256
 
     def params(self, entry: str = "") -> tuple:
         return FP8_PARAMS
@@ -610,9 +609,9 @@ class CudaFp8Launch(CudaLaunch):
         pairs = _pairs_ok(p.out) and (p.c is None or _pairs_ok(p.c))
         d = p.out
         tma_d = self.tma_store and pairs and d.data_ptr() % 16 == 0 and (M == 1 or d.stride(0) * 2 % 16 == 0)
-        map_a = driver.tensor_map_2d(a16.view(torch.uint8), (bm, 128), self.l2)
+        map_a = driver.tensor_map_2d(a16.view(torch.uint8), (bm, 128))
         launch = driver.prepared(k, (blocks, 1, 1), self.block, k.smem, dict(
-            map_a=map_a, map_b=driver.tensor_map_2d(bt16.view(torch.uint8), (bn // self.cluster, 128), self.l2),
+            map_a=map_a, map_b=driver.tensor_map_2d(bt16.view(torch.uint8), (bn // self.cluster, 128)),
             M=M, N=N, K=K, alpha=p.alpha, beta=p.beta, sa=p.scale_a, sb=p.scale_b, C=c, ldc=c.stride(0), D=d,
             ldd=d.stride(0), store=2 if tma_d else int(pairs),
             map_d=driver.tensor_map_2d(d, (64, 64)) if tma_d else map_a), p.a.device)   # map_a: a placeholder
