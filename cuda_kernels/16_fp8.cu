@@ -2,14 +2,12 @@
 //
 // Technique:   wgmma.mma_async m64nNk32 .e4m3.e4m3 -> f32 (fp8_wgmma.cuh), both operands K-major (A: M x K, B as
 //              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
-//              skeleton: persistent blocks walking tiles in groups of GROUP_M tile-rows, a producer warpgroup
-//              (setmaxnreg 40; one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each
-//              64 x BN; roles and ring waits written so that ptxas sees them warp-uniform (uniform registers hold
-//              the slots and wgmma descriptors).
+//              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
+//              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN.
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb], loaded two chunks before), so the tensor core always holds this warpgroup's next
+//              sb[kb,nb], loaded when the chunk is issued), so the tensor core always holds this warpgroup's next
 //              chunk while it promotes.  fp8_tcacc: the whole K in the wgmma accumulator (128x256 tiles, 4 slots),
 //              scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
 //              one RN rounding to bf16; D leaves by stmatrix into 128-byte-swizzled 64x64 pieces (two buffers a
@@ -54,9 +52,7 @@
 
 namespace {
 
-// BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8.  GROUP_M: tile-rows a group of the persistent
-// walk, promoted forms (8: the faster at 4096^3 and 8192x8192x4096 in the probe of 928fc7f) and tcacc (16).
-constexpr int BK = 128, GROUP_M = 8, GROUP_M_TCACC = 16;
+constexpr int BK = 128, GROUP_M = 16;   // BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8
 enum Mode { TENSOR, ROW, BLOCK, TCACC };   // TCACC: per-tensor scales, no promotion
 
 // A kernel's shape: 128 x `bn` tiles (two consumer warpgroups of 64 x bn), a ring of `stages` slots, clusters
@@ -71,8 +67,7 @@ struct Shape {
                       // next tile's first chunk before the epilogue
 };
 
-template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
-          int AHEAD_ = MODE_ == BLOCK && S.stream ? 2 : 1>
+template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true, int AHEAD_ = 1>
 struct Cfg {
     static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
@@ -378,10 +373,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 auto issue = [&](float (&p)[C::ACC], int tm0, int tn0, int kt, float (&x)[3]) {
                     if constexpr (C::MODE == BLOCK) {
                         const idx_t r = tm0 + 64 * c + 16 * warp + (lane >> 2);
-                        // sb's index holds a term ptxas cannot prove 0 (threadIdx.x >= blockDim.x): a provably
-                        // uniform scale is moved into a uniform register by an R2UR that waits for its load.
                         auto load = [&](int k, float (&y)[3]) {
-                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k + (threadIdx.x >= blockDim.x)];
+                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k];
                             y[1] = sa[(idx_t)k * M + min(r, (idx_t)M - 1)];
                             y[2] = sa[(idx_t)k * M + min(r + 8, (idx_t)M - 1)];
                         };
@@ -552,11 +545,11 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
-FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )   // its scales loaded two chunks ahead
+FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )
 // Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB, two D buffers a
 // consumer (stage 14's wgmma_tma).
 constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1, .bufs = 2};
-FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, , GROUP_M_TCACC)
+FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, )
 
 #ifdef FP8_EXPLORE
 // 128x192 promoted tiles (a partial and a sum, 96 registers each; 17% fewer operand bytes per output than
@@ -580,9 +573,12 @@ FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
 constexpr Shape SERIAL{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 0};
 FP8_ENTRY(x16_tensor_serial, SERIAL, TENSOR, )
 FP8_ENTRY(x16_block_serial, SERIAL, BLOCK, )
-// Streamed, in groups of 16 tile-rows (the registered walk until 928fc7f), and with one D buffer a consumer.
-FP8_ENTRY(x16_tensor_g16, PROMOTED, TENSOR, , 16)
-FP8_ENTRY(x16_block_g16, PROMOTED, BLOCK, , 16)
+// Streamed, in groups of 8 tile-rows (Gluon's), and with one D buffer a consumer.
+constexpr Shape STREAMED_G8{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
+FP8_ENTRY(x16_tensor_g8, STREAMED_G8, TENSOR, , 8)
+FP8_ENTRY(x16_block_g8, STREAMED_G8, BLOCK, , 8)
+constexpr Shape STREAMED_G8B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
+FP8_ENTRY(x16_tensor_g8b1, STREAMED_G8B1, TENSOR, , 8)
 constexpr Shape STREAMED_B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
 FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
@@ -598,9 +594,10 @@ FP8_ENTRY(x16_block_st2, STREAMED_2, BLOCK, )
 FP8_ENTRY(x16_tensor_div, PROMOTED, TENSOR, , GROUP_M, false)
 FP8_ENTRY(x16_row_div, PROMOTED, ROW, , GROUP_M, false)
 FP8_ENTRY(x16_block_div, PROMOTED, BLOCK, , GROUP_M, false)
-FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M_TCACC, false)
-// Block scales loaded one chunk before their promotion (two, registered).
-FP8_ENTRY(x16_block_ahead1, PROMOTED, BLOCK, , GROUP_M, true, 1)
+// Block scales loaded two chunks before their promotion (one, registered).
+FP8_ENTRY(x16_block_ahead2, PROMOTED, BLOCK, , GROUP_M, true, 2)
+FP8_ENTRY(x16_block_g8a2, PROMOTED, BLOCK, , 8, true, 2)
+FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M, false)
 constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2, .bufs = 2};
-FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2, GROUP_M_TCACC)
+FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
 #endif
