@@ -3,7 +3,8 @@
 // Technique:   wgmma.mma_async m64nNk32 .e4m3.e4m3 -> f32 (fp8_wgmma.cuh), both operands K-major (A: M x K, B as
 //              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
 //              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
-//              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN.
+//              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN;
+//              roles and ring waits that ptxas sees warp-uniform (slots and wgmma descriptors in uniform registers).
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
@@ -33,7 +34,9 @@
 //              1115.6 (86.2%), fp8_block 1038.6 (86.8%), fp8_tcacc 1392.7 (99.0%); 8192^3: 1225.6 (84.0%), 1248.7
 //              (87.9%), 1020.2 (76.7%), 1491.5 (98.7%).  The streamed promotion against `serial`, timed side by
 //              side by study.probe at 4096^3: 1205 against 1064 TFLOP/s (cuBLAS 1305).  It still trails the
-//              Gluon twin, which streams the same way.
+//              Gluon twin, which streams the same way.  These rows predate the uniform roles and waits (928fc7f;
+//              the report marks them stale); study.probe of 928fc7f, against the former code (variant `div`) at
+//              4096^3: 1250.0 against 1204.1 TFLOP/s per-tensor (cuBLAS 1313.5).
 // Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
 //              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.
@@ -268,7 +271,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 
     // The warpgroup's role, broadcast from lane 0 (__shfl_sync) and ring waits looping inside their asm: ptxas
     // then knows every branch a consumer takes is warp-uniform and keeps slots and wgmma descriptors in uniform
-    // registers (without them, an R2UR moves each descriptor before its wgmma: 187 against 10 in fp8_tensor's SASS).
+    // registers (fp8_tensor's SASS: 187 R2UR without them, each descriptor moved before its wgmma; 76 with them,
+    // none in the consumers' main loops).
     const int role = C::UNIFORM ? __shfl_sync(~0u, tid / 128, 0) : tid / 128;
     auto wait = [](uint64_t* bar, unsigned parity) {
         if constexpr (C::UNIFORM) async_copy::mbar_wait_asm(bar, parity);
