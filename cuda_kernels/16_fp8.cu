@@ -2,13 +2,14 @@
 //
 // Technique:   wgmma.mma_async m64nNk32 .e4m3.e4m3 -> f32 (fp8_wgmma.cuh), both operands K-major (A: M x K, B as
 //              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
-//              skeleton: persistent blocks walking tiles in GROUP_M order, a producer warpgroup (setmaxnreg 40;
-//              one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each 64 x BN;
-//              roles and ring waits that ptxas sees warp-uniform (slots and wgmma descriptors in uniform registers).
+//              skeleton: persistent blocks walking tiles in groups of GROUP_M tile-rows, a producer warpgroup
+//              (setmaxnreg 40; one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each
+//              64 x BN; roles and ring waits written so that ptxas sees them warp-uniform (uniform registers hold
+//              the slots and wgmma descriptors).
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb], loaded when the chunk is issued), so the tensor core always holds this warpgroup's next
+//              sb[kb,nb], loaded two chunks before), so the tensor core always holds this warpgroup's next
 //              chunk while it promotes.  fp8_tcacc: the whole K in the wgmma accumulator (128x256 tiles, 4 slots),
 //              scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
 //              one RN rounding to bf16; D leaves by stmatrix into 128-byte-swizzled 64x64 pieces (two buffers a
@@ -34,9 +35,7 @@
 //              1115.6 (86.2%), fp8_block 1038.6 (86.8%), fp8_tcacc 1392.7 (99.0%); 8192^3: 1225.6 (84.0%), 1248.7
 //              (87.9%), 1020.2 (76.7%), 1491.5 (98.7%).  The streamed promotion against `serial`, timed side by
 //              side by study.probe at 4096^3: 1205 against 1064 TFLOP/s (cuBLAS 1305).  It still trails the
-//              Gluon twin, which streams the same way.  These rows predate the uniform roles and waits (928fc7f;
-//              the report marks them stale); study.probe of 928fc7f, against the former code (variant `div`) at
-//              4096^3: 1250.0 against 1204.1 TFLOP/s per-tensor (cuBLAS 1313.5).
+//              Gluon twin, which streams the same way.
 // Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
 //              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.
@@ -55,7 +54,9 @@
 
 namespace {
 
-constexpr int BK = 128, GROUP_M = 16;   // BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8
+// BK: a k-tile, a promotion chunk and one 128-byte swizzle row of fp8.  GROUP_M: tile-rows a group of the persistent
+// walk, promoted forms (8: the faster at 4096^3 and 8192x8192x4096 in the probe of 928fc7f) and tcacc (16).
+constexpr int BK = 128, GROUP_M = 8, GROUP_M_TCACC = 16;
 enum Mode { TENSOR, ROW, BLOCK, TCACC };   // TCACC: per-tensor scales, no promotion
 
 // A kernel's shape: 128 x `bn` tiles (two consumer warpgroups of 64 x bn), a ring of `stages` slots, clusters
@@ -68,9 +69,11 @@ struct Shape {
     int bufs = 2;
     int stream = 0;   // promoted: 1 issues chunk k + 1 before chunk k is promoted (a second partial); 2 also the
                       // next tile's first chunk before the epilogue
+    int staged_scales = 0;   // BLOCK, streamed: 1 has a producer warp copy each chunk's scales into its ring slot
 };
 
-template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true, int AHEAD_ = 1>
+template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
+          int AHEAD_ = MODE_ == BLOCK && S.stream && !S.staged_scales ? 2 : 1>
 struct Cfg {
     static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
@@ -81,6 +84,12 @@ struct Cfg {
     static constexpr int STREAM = S.stream;
     static_assert(!STREAM || (PROMOTE && BN == 128), "a sum and two partials: 3 x 64 registers a thread");
     static_assert(AHEAD == 1 || (AHEAD == 2 && MODE == BLOCK && STREAM), "scales two chunks ahead: streamed BLOCK");
+    // STAGED: a slot also holds its chunk's scales, sa of the tile's BM rows and sb of its n-block, copied by the
+    // producer's second warp (cp.async); the full barrier then waits for its 32 lanes as well as the TMA bytes.
+    static constexpr bool STAGED = S.staged_scales;
+    static_assert(!STAGED || (MODE == BLOCK && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
+                  "staged scales: streamed BLOCK, one block a cluster, a tile one n-block of B's scales");
+    static constexpr int SCALE_FLOATS = STAGED ? 64 * CONSUMERS + 4 : 0, FULL_ARRIVALS = STAGED ? 1 + 32 : 1;
     static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
     static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
     static_assert(BUFS == 1 || BUFS == 2, "a consumer's D buffers");
@@ -91,8 +100,9 @@ struct Cfg {
     static_assert((BN / CLUSTER) % 8 == 0, "a block's share of Bt (BN / CLUSTER rows): whole swizzle atoms");
     static constexpr int PIECE_BYTES = 64 * 64 * 2, PIECES = BN / 64;   // a 64x64 bf16 piece of D; a consumer's
     static constexpr int PIECES_BYTES = CONSUMERS * BUFS * PIECE_BYTES;
-    // The ring, the D buffers (1024-byte aligned: the swizzle's period), + 1024 to align the ring, the barriers.
-    static constexpr int SMEM_BYTES = STAGES * SLOT_BYTES + PIECES_BYTES + 1024 + 2 * STAGES * 8;
+    // The ring, the D buffers (1024-byte aligned: the swizzle's period), the staged scales, + 1024 to align the
+    // ring, the barriers.
+    static constexpr int SMEM_BYTES = STAGES * (SLOT_BYTES + 4 * SCALE_FLOATS) + PIECES_BYTES + 1024 + 2 * STAGES * 8;
     static_assert(SMEM_BYTES <= 227 * 1024, "an SM's shared memory");
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= THREADS * 168, "the register pool");
@@ -256,12 +266,13 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t raw = async_copy::smem_u32(smem), ring = (raw + 1023) & ~1023u;
     const uint32_t pieces = ring + C::STAGES * C::SLOT_BYTES;   // the TMA-store epilogue's buffers
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + (ring - raw) + C::STAGES * C::SLOT_BYTES + C::PIECES_BYTES);
+    float* staged = reinterpret_cast<float*>(smem + (pieces - raw) + C::PIECES_BYTES);   // STAGED: slot s's scales
+    uint64_t* full = reinterpret_cast<uint64_t*>(staged + C::STAGES * C::SCALE_FLOATS);
     uint64_t* empty = full + C::STAGES;
     const int tid = threadIdx.x;
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
-            async_copy::mbar_init(&full[s], 1);                                 // the producer's expect_tx
+            async_copy::mbar_init(&full[s], C::FULL_ARRIVALS);                  // expect_tx (+ 32 scale copies)
             async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);   // a lane of each consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -271,8 +282,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 
     // The warpgroup's role, broadcast from lane 0 (__shfl_sync) and ring waits looping inside their asm: ptxas
     // then knows every branch a consumer takes is warp-uniform and keeps slots and wgmma descriptors in uniform
-    // registers (fp8_tensor's SASS: 187 R2UR without them, each descriptor moved before its wgmma; 76 with them,
-    // none in the consumers' main loops).
+    // registers (without them, an R2UR moves each descriptor before its wgmma: 187 against 10 in fp8_tensor's SASS).
     const int role = C::UNIFORM ? __shfl_sync(~0u, tid / 128, 0) : tid / 128;
     auto wait = [](uint64_t* bar, unsigned parity) {
         if constexpr (C::UNIFORM) async_copy::mbar_wait_asm(bar, parity);
@@ -298,6 +308,28 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 }
             }
+        }
+        if (C::STAGED && tid / 32 == 1) {   // the second warp: each chunk's scales into its slot, 4-byte cp.async
+            const int lane = tid & 31;
+            Work<C> w(M, N, K);
+            uint32_t s = 0, phase = 0;
+            int m0, n0;
+            while (w.next(m0, n0)) {
+                const float* sbt = sb + (idx_t)(n0 / 128) * w.k_tiles;   // sb[nb, kt]; BN == 128: one n-block
+#pragma unroll 1
+                for (int kt = 0; kt < w.k_tiles; ++kt) {
+                    wait(&empty[s], phase ^ 1);
+                    float* dst = staged + s * C::SCALE_FLOATS;
+                    const float* sak = sa + (idx_t)kt * M;   // sa[kt, row], rows past M clamped (never stored)
+#pragma unroll
+                    for (int i = 0; i < C::BM / 32; ++i)
+                        async_copy::cp4(dst + 32 * i + lane, sak + min(m0 + 32 * i + lane, M - 1), true);
+                    if (lane == 0) async_copy::cp4(dst + C::BM, sbt + kt, true);
+                    async_copy::mbar_arrive_on_copies(&full[s]);
+                    if (++s == C::STAGES) s = 0, phase ^= 1;
+                }
+            }
+            async_copy::wait_all();
         }
         __syncwarp();
     } else {
@@ -375,10 +407,12 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 [[maybe_unused]] float sc[2][3];   // BLOCK, per partial: sb[nb, kt], sa[row, kt], sa[row + 8, kt]
                 [[maybe_unused]] float pre[3];   // AHEAD 2: chunk kt + 1's scales, loaded when kt is issued
                 auto issue = [&](float (&p)[C::ACC], int tm0, int tn0, int kt, float (&x)[3]) {
-                    if constexpr (C::MODE == BLOCK) {
+                    if constexpr (C::MODE == BLOCK && !C::STAGED) {
                         const idx_t r = tm0 + 64 * c + 16 * warp + (lane >> 2);
+                        // sb's index holds a term ptxas cannot prove 0 (threadIdx.x >= blockDim.x): a provably
+                        // uniform scale is moved into a uniform register by an R2UR that waits for its load.
                         auto load = [&](int k, float (&y)[3]) {
-                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k];
+                            y[0] = sb[(idx_t)(tn0 / 128) * w.k_tiles + k + (threadIdx.x >= blockDim.x)];
                             y[1] = sa[(idx_t)k * M + min(r, (idx_t)M - 1)];
                             y[2] = sa[(idx_t)k * M + min(r + 8, (idx_t)M - 1)];
                         };
@@ -392,6 +426,12 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     }
                     wait(&full[s], phase);
                     chunk(p, s * (C::SLOT_BYTES >> 4), 0);
+                    if constexpr (C::STAGED) {   // read before the slot is released, a chunk later
+                        const float* q = staged + s * C::SCALE_FLOATS;
+                        x[0] = q[C::BM];
+                        x[1] = q[64 * c + 16 * warp + (lane >> 2)];
+                        x[2] = q[64 * c + 16 * warp + (lane >> 2) + 8];
+                    }
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 };
                 uint32_t busy = s;   // the slot of the oldest chunk in flight
@@ -549,11 +589,14 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
 constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
-FP8_ENTRY(fp8_block, PROMOTED, BLOCK, )
+// Block: the scales staged in the ring beside their chunk (a slot's 528 bytes leave room for one D buffer a
+// consumer): 217,280 bytes.
+constexpr Shape PROMOTED_STAGED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 1};
+FP8_ENTRY(fp8_block, PROMOTED_STAGED, BLOCK, )
 // Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB, two D buffers a
 // consumer (stage 14's wgmma_tma).
 constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1, .bufs = 2};
-FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, )
+FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, , GROUP_M_TCACC)
 
 #ifdef FP8_EXPLORE
 // 128x192 promoted tiles (a partial and a sum, 96 registers each; 17% fewer operand bytes per output than
@@ -577,12 +620,9 @@ FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
 constexpr Shape SERIAL{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 0};
 FP8_ENTRY(x16_tensor_serial, SERIAL, TENSOR, )
 FP8_ENTRY(x16_block_serial, SERIAL, BLOCK, )
-// Streamed, in groups of 8 tile-rows (Gluon's), and with one D buffer a consumer.
-constexpr Shape STREAMED_G8{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1};
-FP8_ENTRY(x16_tensor_g8, STREAMED_G8, TENSOR, , 8)
-FP8_ENTRY(x16_block_g8, STREAMED_G8, BLOCK, , 8)
-constexpr Shape STREAMED_G8B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
-FP8_ENTRY(x16_tensor_g8b1, STREAMED_G8B1, TENSOR, , 8)
+// Streamed, in groups of 16 tile-rows (the registered walk until 928fc7f), and with one D buffer a consumer.
+FP8_ENTRY(x16_tensor_g16, PROMOTED, TENSOR, , 16)
+FP8_ENTRY(x16_block_g16, PROMOTED, BLOCK, , 16)
 constexpr Shape STREAMED_B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
 FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
@@ -598,10 +638,13 @@ FP8_ENTRY(x16_block_st2, STREAMED_2, BLOCK, )
 FP8_ENTRY(x16_tensor_div, PROMOTED, TENSOR, , GROUP_M, false)
 FP8_ENTRY(x16_row_div, PROMOTED, ROW, , GROUP_M, false)
 FP8_ENTRY(x16_block_div, PROMOTED, BLOCK, , GROUP_M, false)
-// Block scales loaded two chunks before their promotion (one, registered).
-FP8_ENTRY(x16_block_ahead2, PROMOTED, BLOCK, , GROUP_M, true, 2)
-FP8_ENTRY(x16_block_g8a2, PROMOTED, BLOCK, , 8, true, 2)
-FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M, false)
+FP8_ENTRY(x16_tcacc_div, WHOLE_K, TCACC, , GROUP_M_TCACC, false)
+// Block scales loaded from global memory by the consumers, two chunks before their promotion (`global`), or one.
+FP8_ENTRY(x16_block_global, PROMOTED, BLOCK, )
+FP8_ENTRY(x16_block_ahead1, PROMOTED, BLOCK, , GROUP_M, true, 1)
+// Staged scales with 5 slots and two D buffers a consumer.
+constexpr Shape STAGED_5{.bn = 128, .stages = 5, .cluster = 1, .bufs = 2, .stream = 1, .staged_scales = 1};
+FP8_ENTRY(x16_block_staged5, STAGED_5, BLOCK, )
 constexpr Shape WHOLE_K_PAIRS{.bn = 256, .stages = 4, .cluster = 2, .bufs = 2};
-FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2)
+FP8_ENTRY(x16_tcacc_c2, WHOLE_K_PAIRS, TCACC, PAIRS_OF_2, GROUP_M_TCACC)
 #endif

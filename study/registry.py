@@ -476,8 +476,10 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
         "tma132": dataclasses.replace(WGMMA_TMA, balance=False),
     },
     # Stage 16: under FP8_EXPLORE, 128x192 tiles (5 slots and one D buffer a consumer, or 4 and two), 128x128 with
-    # one D buffer, clusters of 2 along M multicasting B; the registered kernels with register stores only, and
-    # (div) with roles and ring waits that ptxas cannot prove warp-uniform.
+    # one D buffer, clusters of 2 along M multicasting B; the registered kernels with register stores only, with
+    # (div) roles and ring waits that ptxas cannot prove warp-uniform, in groups of 16 tile-rows (g16), and the
+    # registered kernel on one block per SM (nobal); block scales loaded from global memory by the consumers two
+    # chunks ahead (global) or one (ahead1), and staged with 5 slots and two D buffers a consumer (staged5).
     "cuda:16_fp8": {"n192": _fp8("x16_tensor_n192", 192, defines=("FP8_EXPLORE",)),
                     "n192s4": _fp8("x16_tensor_n192s4", 192, defines=("FP8_EXPLORE",)),
                     "b1": _fp8("x16_tensor_b1", 128, defines=("FP8_EXPLORE",)),
@@ -486,9 +488,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "regstore": _fp8("fp8_tensor", 128, tma_store=False),
                     "serial": _fp8("x16_tensor_serial", 128, defines=("FP8_EXPLORE",)),
                     "st2": _fp8("x16_tensor_st2", 128, defines=("FP8_EXPLORE",)),
-                    "g8": _fp8("x16_tensor_g8", 128, defines=("FP8_EXPLORE",)),
-                    "g8b1": _fp8("x16_tensor_g8b1", 128, defines=("FP8_EXPLORE",)),
                     "b1s": _fp8("x16_tensor_b1s", 128, defines=("FP8_EXPLORE",)),
+                    "g16": _fp8("x16_tensor_g16", 128, defines=("FP8_EXPLORE",)),
+                    "nobal": _fp8("fp8_tensor", 128, balance=False),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
     "cuda:16_fp8-row": {"n192": _fp8("x16_row_n192", 192, defines=("FP8_EXPLORE",)),
@@ -497,11 +499,12 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     "cuda:16_fp8-block": {"n192": _fp8("x16_block_n192", 192, defines=("FP8_EXPLORE",)),
                           "serial": _fp8("x16_block_serial", 128, defines=("FP8_EXPLORE",)),
                           "st2": _fp8("x16_block_st2", 128, defines=("FP8_EXPLORE",)),
-                          "g8": _fp8("x16_block_g8", 128, defines=("FP8_EXPLORE",)),
                           "c2": _fp8("x16_block_c2", 192, cluster=2, defines=("FP8_EXPLORE",)),
                           "div": _fp8("x16_block_div", 128, defines=("FP8_EXPLORE",)),
-                          "ahead2": _fp8("x16_block_ahead2", 128, defines=("FP8_EXPLORE",)),
-                          "g8a2": _fp8("x16_block_g8a2", 128, defines=("FP8_EXPLORE",)),
+                          "g16": _fp8("x16_block_g16", 128, defines=("FP8_EXPLORE",)),
+                          "ahead1": _fp8("x16_block_ahead1", 128, defines=("FP8_EXPLORE",)),
+                          "global": _fp8("x16_block_global", 128, defines=("FP8_EXPLORE",)),
+                          "staged5": _fp8("x16_block_staged5", 128, defines=("FP8_EXPLORE",)),
                           "regstore": _fp8("fp8_block", 128, tma_store=False)},
     "gluon:16_fp8": {"serial": TritonLaunch("gluon.16_fp8", "gemm_serial")},
     "gluon:16_fp8-block": {"serial": TritonLaunch("gluon.16_fp8", "gemm_block_serial")},
