@@ -9,18 +9,20 @@
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb], loaded two chunks before), so the tensor core always holds this warpgroup's next
-//              chunk while it promotes.  fp8_tcacc: the whole K in the wgmma accumulator (128x256 tiles, 4 slots),
-//              scales once in the epilogue.  Epilogue: alpha * scale * acc (+ beta * C) in fp32,
-//              one RN rounding to bf16; D leaves by stmatrix into 128-byte-swizzled 64x64 pieces (two buffers a
-//              consumer) and TMA stores when D is 16-byte aligned in start and pitch (and C allows 4-byte pairs),
-//              else from registers.
+//              sb[kb,nb]), so the tensor core always holds this warpgroup's next chunk while it promotes.
+//              fp8_block's scales are staged: the producer's second warp copies each chunk's (sa of the tile's 128
+//              rows, sb of its n-block: 528 bytes) into the chunk's ring slot by cp.async, whose completion
+//              arrives on the slot's full barrier, so a consumer reads them from shared memory.  fp8_tcacc: the
+//              whole K in the wgmma accumulator (128x256 tiles, 4 slots), scales once in the epilogue.  Epilogue:
+//              alpha * scale * acc (+ beta * C) in fp32, one RN rounding to bf16; D leaves by stmatrix into
+//              128-byte-swizzled 64x64 pieces (two buffers a consumer, one in fp8_block) and TMA stores when D is
+//              16-byte aligned in start and pitch (and C allows 4-byte pairs), else from registers.
 // Reproduces:  no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors: DeepGEMM's
 //              README and the DeepSeek-V3 report (promotion of the tensor core's partial sums into fp32 every 128 k;
 //              128x128 block scales), triton-lang/triton PR #5461 (Triton's persistent TMA fp8 matmul).
 // Changed:     against stage 14: e4m3 operands, k32 wgmmas, B K-major, 128-deep k-tiles; two partials and an fp32
-//              sum per consumer (promotion, 3 x 64 registers a thread), scales; stage 14's TMA-store epilogue for
-//              aligned D, register stores at any other alignment (the launcher's `store`, per call).
+//              sum per consumer (promotion, 3 x 64 registers a thread), scales (block: staged in the ring); stage
+//              14's TMA-store epilogue for aligned D, register stores at any other alignment (`store`, per call).
 // Why faster:  (a prediction, made before the first GPU run) fp8 wgmma doubles fp16's rate per byte of operand,
 //              so a tile's mainloop is half as long against the same epilogue: the TMA-store epilogue (per 64x64
 //              piece, 4 stmatrix a warp and one TMA store, against 32 scattered 4-byte stores a thread) gives the
@@ -30,12 +32,16 @@
 //              (that design is the variant `serial`) left the tensor core idle while both consumers added at once;
 //              the streamed promotion keeps the next chunk queued, and a sum with two partials fits only at
 //              128x128 (three 128x192 sets would be 288 registers).
-// Measured:    H100 SXM, the sweep of d880b43, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling,
-//              a sweep apart; tcacc: of cuBLAS with fast accumulation), 4096^3: fp8_tensor 1186.6 (89.2%), fp8_row
-//              1115.6 (86.2%), fp8_block 1038.6 (86.8%), fp8_tcacc 1392.7 (99.0%); 8192^3: 1225.6 (84.0%), 1248.7
-//              (87.9%), 1020.2 (76.7%), 1491.5 (98.7%).  The streamed promotion against `serial`, timed side by
-//              side by study.probe at 4096^3: 1205 against 1064 TFLOP/s (cuBLAS 1305).  It still trails the
-//              Gluon twin, which streams the same way.
+// Measured:    H100 SXM, the sweep of c5489b3, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling,
+//              timed in the same sweep; tcacc: of cuBLAS with fast accumulation), 4096^3: fp8_tensor 1335.5
+//              (100.2%), fp8_row 1247.3 (96.7%), fp8_block 1136.5 (95.0%), fp8_tcacc 1420.8 (101.2%);
+//              8192x8192x4096: 1396.1 (97.5%), 1339.9 (98.5%), 1181.0 (91.0%), 1531.0 (104.6%); 8192^3: 1383.7
+//              (98.8%), 1384.0 (101.4%), 1137.9 (90.1%), 1492.5 (100.3%).  The streamed promotion against
+//              `serial`, timed side by side by study.probe at 4096^3: 1205 against 1064 TFLOP/s (cuBLAS 1305).
+//              study.probe at 4096^3, TFLOP/s: uniform roles and waits 1250.0 against the former code's 1204.1
+//              (variant `div`), groups of 8 tile-rows 1301.9 against groups of 16's 1238.5 (variant `g16`), the
+//              block form's staged scales 1123.2 against scales loaded by the consumers 1096.2 (variant `global`),
+//              with cuBLAS block at 1181.9.
 // Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
 //              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.

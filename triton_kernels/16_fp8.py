@@ -16,9 +16,9 @@ Why faster: (a prediction) fp8 wgmma has twice fp16's peak; the promoted forms r
             partial of 64 registers each: a bigger tile spills) and wait for each chunk's dot before its add
             (Triton's pipeliner keeps no non-accumulator dot in flight), so they should trail the tcacc form,
             which keeps stage 14's 128x256 tile and its pipelined chain.
-Measured:   H100 SXM, the sweep of 651b053, TFLOP/s (% of cuBLAS fp8 of the same scaling; tcacc: of cuBLAS with fast
-            accumulation), 4096^3: gemm 898.3 (67.6%), gemm_row 889.9 (68.7%), gemm_block 833.0 (69.6%),
-            gemm_tcacc 1374.6 (97.7%); 8192^3: 1011.1 (69.3%), 1014.7 (71.5%), 757.0 (56.9%), 1517.6 (100.4%).
+Measured:   H100 SXM, the sweep of c5489b3, TFLOP/s (% of cuBLAS fp8 of the same scaling; tcacc: of cuBLAS with fast
+            accumulation), 4096^3: gemm 902.3 (67.7%), gemm_row 892.2 (69.2%), gemm_block 834.9 (69.8%),
+            gemm_tcacc 1377.5 (98.1%); 8192^3: 990.3 (70.7%), 1014.3 (74.3%), 756.6 (59.9%), 1495.2 (100.5%).
 Ragged edges: TMA reads zeros past M, N and K; stores and C's loads are masked to M x N; beta == 0 reads no C.
 Alignment:  A and B^T need 16-byte aligned starts and pitches for TMA: others are copied into 16-byte pitched
             buffers first (study.core.fp8.k_major_16, every call).  C and D: any start and pitch.

@@ -21,11 +21,11 @@ Why faster: (a prediction, made before the first GPU run) against the Triton for
             near the tcacc form; against cuBLAS, 128x128 tiles move more operand bytes per product than its
             tiles, so near cuBLAS, not above.  From the first runs: both consumers added at once while the tensor
             core idled (variant `serial`), so a consumer now keeps its next chunk queued while it adds.
-Measured:   H100 SXM, the sweep of d880b43, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling, a sweep
-            apart; tcacc: of cuBLAS with fast accumulation), 4096^3: gemm 1343.4 (101.0%), gemm_row 1280.2
-            (98.9%), gemm_block 1147.0 (95.9%), gemm_tcacc 1406.3 (100.0%); 8192^3: 1433.7 (98.3%), 1377.5
-            (97.0%), 1081.6 (81.4%), 1536.7 (101.6%).  Against the first design (variant `serial`, each chunk
-            waited for alone), timed side by side by study.probe at 4096^3: 1351 against 1240 TFLOP/s.
+Measured:   H100 SXM, the sweep of c5489b3, TFLOP/s (% of the report's cuBLAS fp8 rows of the same scaling, timed
+            in the same sweep; tcacc: of cuBLAS with fast accumulation), 4096^3: gemm 1386.1 (104.0%), gemm_row
+            1290.9 (100.1%), gemm_block 1161.1 (97.0%), gemm_tcacc 1413.3 (100.7%); 8192^3: 1439.8 (102.8%),
+            1421.7 (104.1%), 1075.0 (85.1%), 1547.1 (104.0%).  Against the first design (variant `serial`, each
+            chunk waited for alone), timed side by side by study.probe at 4096^3: 1351 against 1240 TFLOP/s.
 Ragged edges: TMA reads zeros past M, N and K; TMA stores clip D at M and N, register stores are masked; beta == 0
             reads no C; block scales past M load as 0 (those rows are never stored).
 Alignment:  A and B^T through study.core.fp8.k_major_16 (16-byte pitched copies, refreshed at every launch, when a
