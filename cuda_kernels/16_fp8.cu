@@ -626,9 +626,14 @@ FP8_ENTRY(x16_tensor_n128c2, SQUARE_PAIRS, TENSOR, PAIRS_OF_2)
 constexpr Shape SERIAL{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 0};
 FP8_ENTRY(x16_tensor_serial, SERIAL, TENSOR, )
 FP8_ENTRY(x16_block_serial, SERIAL, BLOCK, )
-// Streamed, in groups of 16 tile-rows (the registered walk until 928fc7f), and with one D buffer a consumer.
+// Streamed, in groups of 16 tile-rows (the registered walk until 928fc7f), of 4, 6 and 12.
 FP8_ENTRY(x16_tensor_g16, PROMOTED, TENSOR, , 16)
 FP8_ENTRY(x16_block_g16, PROMOTED, BLOCK, , 16)
+FP8_ENTRY(x16_tensor_g4, PROMOTED, TENSOR, , 4)
+FP8_ENTRY(x16_tensor_g6, PROMOTED, TENSOR, , 6)
+FP8_ENTRY(x16_tensor_g12, PROMOTED, TENSOR, , 12)
+FP8_ENTRY(x16_block_g4, PROMOTED_STAGED, BLOCK, , 4)
+FP8_ENTRY(x16_block_g6, PROMOTED_STAGED, BLOCK, , 6)
 constexpr Shape STREAMED_B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
 FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).

@@ -477,7 +477,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     },
     # Stage 16: under FP8_EXPLORE, 128x192 tiles (5 slots and one D buffer a consumer, or 4 and two), 128x128 with
     # one D buffer, clusters of 2 along M multicasting B; the registered kernels with register stores only, with
-    # (div) roles and ring waits that ptxas cannot prove warp-uniform, in groups of 16 tile-rows (g16), and the
+    # (div) roles and ring waits that ptxas cannot prove warp-uniform, in groups of 16, 4, 6 or 12 tile-rows, the
     # registered kernel on one block per SM (nobal); block scales loaded from global memory by the consumers two
     # chunks ahead (global) or one (ahead1), and staged with 5 slots and two D buffers a consumer (staged5).
     "cuda:16_fp8": {"n192": _fp8("x16_tensor_n192", 192, defines=("FP8_EXPLORE",)),
@@ -490,6 +490,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "st2": _fp8("x16_tensor_st2", 128, defines=("FP8_EXPLORE",)),
                     "b1s": _fp8("x16_tensor_b1s", 128, defines=("FP8_EXPLORE",)),
                     "g16": _fp8("x16_tensor_g16", 128, defines=("FP8_EXPLORE",)),
+                    "g4": _fp8("x16_tensor_g4", 128, defines=("FP8_EXPLORE",)),
+                    "g6": _fp8("x16_tensor_g6", 128, defines=("FP8_EXPLORE",)),
+                    "g12": _fp8("x16_tensor_g12", 128, defines=("FP8_EXPLORE",)),
                     "nobal": _fp8("fp8_tensor", 128, balance=False),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
@@ -502,6 +505,8 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                           "c2": _fp8("x16_block_c2", 192, cluster=2, defines=("FP8_EXPLORE",)),
                           "div": _fp8("x16_block_div", 128, defines=("FP8_EXPLORE",)),
                           "g16": _fp8("x16_block_g16", 128, defines=("FP8_EXPLORE",)),
+                          "g4": _fp8("x16_block_g4", 128, defines=("FP8_EXPLORE",)),
+                          "g6": _fp8("x16_block_g6", 128, defines=("FP8_EXPLORE",)),
                           "ahead1": _fp8("x16_block_ahead1", 128, defines=("FP8_EXPLORE",)),
                           "global": _fp8("x16_block_global", 128, defines=("FP8_EXPLORE",)),
                           "staged5": _fp8("x16_block_staged5", 128, defines=("FP8_EXPLORE",)),
