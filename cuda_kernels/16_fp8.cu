@@ -1,22 +1,18 @@
 // Stage 16 - fp8: e4m3 inputs on Hopper's fp8 wgmma, fp32 promotion every 128 k, scaled, bf16 out.
 //
 // Technique:   wgmma.mma_async m64nNk32 .e4m3.e4m3 -> f32 (fp8_wgmma.cuh), both operands K-major (A: M x K, B as
-//              Bt: N x K), TMA boxes of 128 k (one 128-byte swizzle row: a k-tile is a 128-deep chunk).  Stage 14's
-//              skeleton: persistent blocks walking tiles in groups of GROUP_M tile-rows, a producer warpgroup
-//              (setmaxnreg 40; one thread issues TMA into an mbarrier ring) and two consumer warpgroups (232), each
-//              64 x BN; roles and ring waits written so that ptxas sees them warp-uniform (uniform registers hold
-//              the slots and wgmma descriptors).
+//              Bt: N x K), TMA boxes of 128 k (a k-tile is one 128-deep chunk, one 128-byte swizzle row).  Stage
+//              14's skeleton: persistent blocks walking tiles in groups of GROUP_M tile-rows, a producer warpgroup
+//              (setmaxnreg 40) and two consumer warpgroups (232) of 64 x BN; roles and ring waits that ptxas sees
+//              warp-uniform (slots and wgmma descriptors in uniform registers).
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
-//              wgmmas start a fresh partial, two partials alternate, and chunk k + 1 is issued before chunk k is
+//              wgmmas start a fresh partial, two partials alternate, chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb]), so the tensor core always holds this warpgroup's next chunk while it promotes.
-//              fp8_block's scales are staged: the producer's second warp copies each chunk's (sa of the tile's 128
-//              rows, sb of its n-block: 528 bytes) into the chunk's ring slot by cp.async, whose completion
-//              arrives on the slot's full barrier, so a consumer reads them from shared memory.  fp8_tcacc: the
-//              whole K in the wgmma accumulator (128x256 tiles, 4 slots), scales once in the epilogue.  Epilogue:
-//              alpha * scale * acc (+ beta * C) in fp32, one RN rounding to bf16; D leaves by stmatrix into
-//              128-byte-swizzled 64x64 pieces (two buffers a consumer, one in fp8_block) and TMA stores when D is
-//              16-byte aligned in start and pitch (and C allows 4-byte pairs), else from registers.
+//              sb[kb,nb]).  fp8_block's scales are staged: the producer's second warp cp.async-copies a chunk's
+//              into its ring slot, arriving on the slot's full barrier.  fp8_tcacc: the whole K in the wgmma
+//              accumulator (128x256 tiles, 4 slots).  Epilogue: alpha * scale * acc (+ beta * C), bf16 RN once;
+//              stmatrix into 128-byte-swizzled 64x64 pieces and TMA stores when D is 16-byte aligned, else
+//              register stores.
 // Reproduces:  no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors: DeepGEMM's
 //              README and the DeepSeek-V3 report (promotion of the tensor core's partial sums into fp32 every 128 k;
 //              128x128 block scales), triton-lang/triton PR #5461 (Triton's persistent TMA fp8 matmul).
