@@ -75,8 +75,11 @@ struct Shape {
 };
 
 template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
-          int AHEAD_ = MODE_ == BLOCK && S.stream && !S.staged_scales ? 2 : 1>
+          int AHEAD_ = MODE_ == BLOCK && S.stream && !S.staged_scales ? 2 : 1, int PROBE_ = 0>
 struct Cfg {
+    // Diagnostic variants (FP8_EXPLORE; per-tensor, for study.probe at alpha 1): 1 promotes by FFMA with a factor of
+    // alpha / alpha, as the block form's FFMA; 2 stages scales as the block form does and reads them, unused.
+    static constexpr int PROBE = PROBE_;
     static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
     static constexpr bool UNIFORM = UNIFORM_;   // the roles and ring waits written so that ptxas sees them warp-uniform
@@ -89,7 +92,8 @@ struct Cfg {
     // STAGED: a slot also holds its chunk's scales, sa of the tile's BM rows and sb of its n-block, copied by the
     // producer's second warp (cp.async); the full barrier then waits for its 32 lanes as well as the TMA bytes.
     static constexpr bool STAGED = S.staged_scales;
-    static_assert(!STAGED || (MODE == BLOCK && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
+    static_assert(PROBE == 0 || (MODE_ == TENSOR && S.stream && (PROBE == 1) != S.staged_scales), "diagnostics");
+    static_assert(!STAGED || ((MODE == BLOCK || PROBE == 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
                   "staged scales: streamed BLOCK, one block a cluster, a tile one n-block of B's scales");
     static constexpr int SCALE_FLOATS = STAGED ? 64 * CONSUMERS + 4 : 0, FULL_ARRIVALS = STAGED ? 1 + 32 : 1;
     static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
@@ -325,8 +329,9 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     const float* sak = sa + (idx_t)kt * M;   // sa[kt, row], rows past M clamped (never stored)
 #pragma unroll
                     for (int i = 0; i < C::BM / 32; ++i)
-                        async_copy::cp4(dst + 32 * i + lane, sak + min(m0 + 32 * i + lane, M - 1), true);
-                    if (lane == 0) async_copy::cp4(dst + C::BM, sbt + kt, true);
+                        async_copy::cp4(dst + 32 * i + lane, C::PROBE ? sa : sak + min(m0 + 32 * i + lane, M - 1),
+                                        true);
+                    if (lane == 0) async_copy::cp4(dst + C::BM, C::PROBE ? sb : sbt + kt, true);
                     async_copy::mbar_arrive_on_copies(&full[s]);
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 }
@@ -339,6 +344,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
         const int ctid = tid - 128, warp = (ctid >> 5) & 3, lane = tid & 31;
         const float alpha = (float)alpha_, beta = (float)beta_;
         const float tensor_scale = C::MODE == TENSOR || C::MODE == TCACC ? alpha * sa[0] * sb[0] : alpha;
+        [[maybe_unused]] const float unit = (float)(alpha_ / alpha_);   // PROBE 1: 1 at any finite nonzero alpha
         auto consume = [&](auto wg) {   // consumer warpgroup c, instantiated per c (its offsets fold)
             constexpr int c = decltype(wg)::value;
             const uint32_t desc_a = wgmma::desc_lo(ring + c * 64 * BK, 16);
@@ -443,9 +449,12 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     if (++busy == C::STAGES) busy = 0;
                     [[maybe_unused]] float f0, f1;
                     if constexpr (C::MODE == BLOCK) f0 = x[0] * x[1], f1 = x[0] * x[2];
+                    if constexpr (C::PROBE == 1) f0 = f1 = unit;
+                    if constexpr (C::PROBE == 2) asm volatile("" :: "f"(x[0]), "f"(x[1]), "f"(x[2]));
+                    constexpr bool FMA = C::MODE == BLOCK || C::PROBE == 1;
 #pragma unroll
                     for (int i = 0; i < C::ACC; ++i)
-                        acc[i] = C::MODE == BLOCK ? fmaf(p[i], (i & 2) ? f1 : f0, acc[i]) : acc[i] + p[i];
+                        acc[i] = FMA ? fmaf(p[i], (i & 2) ? f1 : f0, acc[i]) : acc[i] + p[i];
                 };
                 // A tile's chunks; its first is in flight in p0 on entry.  Returns whether another tile follows.
                 // STREAM 2 issues that tile's first chunk before this one's epilogue.
@@ -632,6 +641,9 @@ FP8_ENTRY(x16_block_g4, PROMOTED_STAGED, BLOCK, , 4)
 FP8_ENTRY(x16_block_g6, PROMOTED_STAGED, BLOCK, , 6)
 constexpr Shape STREAMED_B1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1};
 FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
+// Diagnostics (Cfg's PROBE): per-tensor promoted by FFMA, and per-tensor with the block form's staging.
+FP8_ENTRY(x16_tensor_ffma, PROMOTED, TENSOR, , GROUP_M, true, 1, 1)
+FP8_ENTRY(x16_tensor_staged, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 2)
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
 constexpr Shape STREAMED_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2, .stream = 1};
 FP8_ENTRY(x16_tensor_stc2, STREAMED_PAIRS, TENSOR, PAIRS_OF_2)

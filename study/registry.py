@@ -479,7 +479,8 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     # one D buffer, clusters of 2 along M multicasting B; the registered kernels with register stores only, with
     # (div) roles and ring waits that ptxas cannot prove warp-uniform, in groups of 16, 4, 6 or 12 tile-rows, the
     # registered kernel on one block per SM (nobal); block scales loaded from global memory by the consumers two
-    # chunks ahead (global) or one (ahead1), and staged with 5 slots and two D buffers a consumer (staged5).
+    # chunks ahead (global) or one (ahead1), and staged with 5 slots and two D buffers a consumer (staged5); two
+    # diagnostics of the block form's cost on the per-tensor form: its FFMA promotion (ffma), its staging (staged).
     "cuda:16_fp8": {"n192": _fp8("x16_tensor_n192", 192, defines=("FP8_EXPLORE",)),
                     "n192s4": _fp8("x16_tensor_n192s4", 192, defines=("FP8_EXPLORE",)),
                     "b1": _fp8("x16_tensor_b1", 128, defines=("FP8_EXPLORE",)),
@@ -493,6 +494,8 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "g4": _fp8("x16_tensor_g4", 128, defines=("FP8_EXPLORE",)),
                     "g6": _fp8("x16_tensor_g6", 128, defines=("FP8_EXPLORE",)),
                     "g12": _fp8("x16_tensor_g12", 128, defines=("FP8_EXPLORE",)),
+                    "ffma": _fp8("x16_tensor_ffma", 128, defines=("FP8_EXPLORE",)),
+                    "staged": _fp8("x16_tensor_staged", 128, defines=("FP8_EXPLORE",)),
                     "nobal": _fp8("fp8_tensor", 128, balance=False),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
