@@ -44,6 +44,12 @@ class Stage:
     # False: a stage of another regime than the ladders' reference size (4096^3), e.g. decode-shaped GEMMs; the
     # ladders leave it out, and its own page shows the shapes it is for.
     on_ladders: bool = True
+    # Forms that are siblings rather than steps (stage 16's scalings): form suffix -> the suffix of the form its
+    # ladder step is measured against, instead of the form above it.
+    steps_from: dict[str, str] = field(default_factory=dict)
+    # The stage whose files this one's are diffed against on its page when no earlier stage computes its
+    # precision (stage 16's fp8 extends stage 14's wgmma kernels); else the stage before.
+    builds_on: str = ""
 
     @property
     def key(self) -> str:
@@ -181,7 +187,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "14", "wgmma", "wgmma fed by TMA: warp-specialized, persistent, clustered",
-        "no seed covers Hopper (seed 000 stops at mma.sync, stage 13); its anchors: pranjalssh/fast.cu, "
+        "no seed (none covers Hopper: seed 000 stops at mma.sync, stage 13); anchors: pranjalssh/fast.cu, "
         "the Gluon tutorials 07-08, ThunderKittens' H100 levels",
         "Hopper's warpgroup MMA reads both operands straight from 128-byte-swizzled shared memory that TMA "
         "fills; each form adds one technique: one warpgroup, then a producer warpgroup feeding two consumer "
@@ -221,13 +227,15 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "16", "fp8", "fp8 e4m3 on wgmma: per-tensor, row-wise and block scaling, promoted to fp32",
-        "no seed covers fp8; its anchors: DeepGEMM (1x128 / 128x128 block scaling, promotion every 128 k), the "
+        "no seed (none covers fp8); anchors: DeepGEMM (1x128 / 128x128 block scaling, promotion every "
+        "128 k), the "
         "DeepSeek-V3 report (section 3.3.2, the tensor core's limited accumulation precision), triton-lang/triton "
         "PR #5461 (Triton's persistent TMA fp8 matmul)",
         "The Hopper rung on e4m3 operands (wgmma k32, twice the bf16 rate), each operand with fp32 scales per "
         "tensor, per row or per 1x128 / 128x128 block; every 128 k the tensor core's partial sum is added into "
         "fp32 registers (times the block's scales), because the fp8 accumulator keeps about 13 mantissa bits.  "
         "One form leaves the whole K in the tensor core, to show what promotion buys.",
+        steps_from={"-row": "", "-block": "", "-tcacc": ""}, builds_on="14",
     ),
     Stage(
         "17", "split_k", "Decode GEMMs: swap-AB, split-K and stream-K at DRAM speed",

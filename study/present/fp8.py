@@ -85,6 +85,20 @@ def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     return out
 
 
+def _over_bf16(df: pd.DataFrame) -> list[tuple[str, float, float]]:
+    """(backend, fp8 per-tensor promoted TFLOP/s, bf16 TFLOP/s of stage 14's main form, or cuBLAS's bf16 GEMM) at
+    LESSON_SIZE^3, passing rows: what fp8 buys over the Hopper rung's 16-bit operands."""
+    n = LESSON_SIZE
+    at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
+    out = []
+    for backend, fp8 in ((b, p) for b, p, _ in _speed(df)):
+        name = "cublas" if backend == "cublas" else f"{backend}:{stages.stage('14').key}"
+        bf16 = at[(at["impl"] == name) & (at["dtype"] == "bf16")]["tflops"]
+        if len(bf16):
+            out.append((backend, fp8, float(bf16.iloc[0])))
+    return out
+
+
 def _largest_k(acc: pd.DataFrame):
     """(the largest K measured, and there the relative errors of the promoted forms, the unpromoted forms, cuBLASLt's
     fast accumulation and the bf16 floor), from fp8_accuracy.csv's rows that measured."""
@@ -97,11 +111,18 @@ def _largest_k(acc: pd.DataFrame):
 
 
 def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
-    """The stage's lesson in one paragraph, from the results (df) and fp8_accuracy.csv (acc): what promotion costs
-    in speed (per-tensor promoted against unpromoted, each backend, at LESSON_SIZE^3) and buys in accuracy (the
-    error at the largest K)."""
-    speed = _speed(df)
+    """The stage's lesson in one paragraph, from the results (df) and fp8_accuracy.csv (acc): what fp8 buys over
+    bf16 on the Hopper rung, what promotion costs in speed (per-tensor promoted against unpromoted, each backend,
+    at LESSON_SIZE^3) and buys in accuracy (the error at the largest K)."""
+    speed, over = _speed(df), _over_bf16(df)
     parts = []
+    if over:
+        pairs = ", ".join(f"{fmt_num(p)} against {fmt_num(h)} TFLOP/s "
+                          f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {p / h:.2f}x)" for b, p, h in over)
+        parts.append(f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
+                     f"promoted form runs at {pairs} against bf16 (stage 14's main form; for cuBLASLt, cuBLAS's "
+                     "bf16 GEMM). Its error is set by the fp8 quantization, which the caller chooses: every form is "
+                     "judged against float64 of its dequantized operands.")
     if speed:
         parts.append("Promotion adds the tensor core's partial sum into fp32 registers every 128 k (fp32acc); "
                      "without it (tcacc) the whole K is summed inside the tensor core. "

@@ -135,6 +135,8 @@ def table(df: pd.DataFrame, s: Stage, before: dict, sizes, prof: pd.DataFrame | 
             for impl in impls:
                 if runs.get(impl) and dtype not in runs[impl]:      # measured, but never in this dtype: not its
                     continue
+                if suffix(s, impl) in s.steps_from:                 # a sibling: its step from the form it names
+                    prev = f"{backend}:{s.key}{s.steps_from[suffix(s, impl)]}"
                 column = s.step_counters.get(suffix(s, impl))
                 cells = []
                 for n in sizes:

@@ -32,7 +32,7 @@ from pygments import highlight
 from pygments.lexers import CudaLexer, PythonLexer
 
 from study.core.paths import CUDA_DIR, ROOT, TRITON_DIR
-from study.core.stages import STAGES, Stage
+from study.core.stages import STAGES, Stage, stage
 from study.measure.frame import call_key, load_json
 from study.present import form_diffs, hierarchy, interactive, spread, stage_chart, stage_forms
 from study.present.form_diffs import FORMATTER
@@ -235,8 +235,9 @@ def render_stage_pages(report_dir: Path, df: pd.DataFrame, *, env: jinja2.Enviro
         cuda = form_path(s, "cuda")
         rows, step = result_rows(df, s, stale, max_clock), stage_chart.step(report_dir, df, s, max_clock)
         # The diffs are taken against the stage the chart compares with (the nearest earlier stage of the same
-        # precision, past a stage of another one), else the one before in STAGES.
-        before = next((t["previous"] for t in step["tabs"][:1] if t["previous"]), STAGES[i - 1] if i else None)
+        # precision, past a stage of another one), else the stage it declares it builds on, else the one before.
+        before = next((t["previous"] for t in step["tabs"][:1] if t["previous"]),
+                      stage(s.builds_on) if s.builds_on else STAGES[i - 1] if i else None)
         # The ladder of forms: each dtype's first form against the main form of the stage its chart compares with.
         ladder = stage_forms.table(df, s, {t["dtype"]: t["previous"] for t in step["tabs"]}, HEADLINE_SIZES, prof,
                                    known, max_clock, stale)
