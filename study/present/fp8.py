@@ -86,13 +86,13 @@ def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
 
 
 def _over_bf16(df: pd.DataFrame) -> list[tuple[str, float, float]]:
-    """(backend, fp8 per-tensor promoted TFLOP/s, bf16 TFLOP/s of stage 14's main form, or cuBLAS's bf16 GEMM) at
-    LESSON_SIZE^3, passing rows: what fp8 buys over the Hopper rung's 16-bit operands."""
+    """(backend, fp8 per-tensor promoted TFLOP/s, bf16 TFLOP/s of the main form of the stage fp8 builds on (the
+    Hopper rung), or cuBLAS's bf16 GEMM) at LESSON_SIZE^3, passing rows: what fp8 buys over 16-bit operands."""
     n = LESSON_SIZE
     at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
     out = []
     for backend, fp8 in ((b, p) for b, p, _ in _speed(df)):
-        name = "cublas" if backend == "cublas" else f"{backend}:{stages.stage('14').key}"
+        name = "cublas" if backend == "cublas" else f"{backend}:{stages.stage(stages.stage(NUMBER).builds_on).key}"
         bf16 = at[(at["impl"] == name) & (at["dtype"] == "bf16")]["tflops"]
         if len(bf16):
             out.append((backend, fp8, float(bf16.iloc[0])))
@@ -120,7 +120,8 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
         pairs = ", ".join(f"{fmt_num(p)} against {fmt_num(h)} TFLOP/s "
                           f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {p / h:.2f}x)" for b, p, h in over)
         parts.append(f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
-                     f"promoted form runs at {pairs} against bf16 (stage 14's main form; for cuBLASLt, cuBLAS's "
+                     f"promoted form runs at {pairs} against bf16 (stage {stages.stage(NUMBER).builds_on}'s main "
+                     "form; for cuBLASLt, cuBLAS's "
                      "bf16 GEMM). Its error is set by the fp8 quantization, which the caller chooses: every form is "
                      "judged against float64 of its dequantized operands.")
     if speed:
@@ -190,6 +191,11 @@ def extra(report_dir: Path, stale: set = frozenset()) -> dict:
     same = _coinciding(acc)
     if same:
         caption += f"  {same}"
+    k, _, unp, fast, _ = _largest_k(acc)
+    if len(fast) and len(unp) and fast.max() < 0.75 * unp.max():
+        caption += (f"  cuBLASLt's fast accumulation is labelled tcacc, as it asks for no promotion, yet at K = "
+                    f"{fmt_num(k)} its error ({_e(fast.max())}) stays below our unpromoted forms' ({_e(unp.max())}): "
+                    f"how its kernel accumulates is not documented.")
     if raised:
         caption += f"  Raised (no point drawn): {', '.join(raised)}."
     return {"id": ID, "title": title, "file": FILE, "caption": caption, "lead": lead,
