@@ -95,8 +95,7 @@ def render(report_dir: Path, stale: set | None = None) -> Path:
     gpu = _gpu(df, env, ceilings)
     failed = df[~df["passed"]]
     commits = sorted(set(df["commit"])) if "commit" in df and len(df) else []
-    # GPUs of the one model the rows ran on (a sweep under torchrun spreads them; rows before gpu_uuid: one)
-    n_gpus = max(1, len({u for u in df["gpu_uuid"].fillna("").astype(str) if u})) if "gpu_uuid" in df else 1
+    n_gpus = _n_gpus(df)
     # The landing page one folder up, where this folder is one GPU's report among others.
     home = "../index.html" if (report_dir.parent / "index.html").exists() or report_dir.parent.name == "reports" else ""
     common = dict(
@@ -184,6 +183,19 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+def _n_gpus(df: pd.DataFrame) -> int:
+    """GPUs of the one model the rows ran on (sweeps on several cards, or under torchrun; rows before gpu_uuid: one)."""
+    return max(1, len({u for u in df["gpu_uuid"].fillna("").astype(str) if u})) if "gpu_uuid" in df else 1
+
+
+def _on(df: pd.DataFrame, env: dict) -> str:
+    """The GPU the rows ran on, in words: "one <model>", or "<n> cards of one model, <model>" (each row beside its
+    baseline on the same card)."""
+    n = _n_gpus(df)
+    return f"one {_gpu(df, env, None)}" if n == 1 else \
+        f"{n} cards of one model, {_gpu(df, env, None)}, each row beside its baseline on the same card"
+
+
 def readme_block(report_dir: Path, stale: set | None = None) -> str:
     """The README's results: one GPU's ladders at the reference size, a headline sentence and a table each (stage,
     what it adds, the three forms with their spreads, % of cuBLAS).  stale: the keys of rows measured on code that
@@ -194,7 +206,7 @@ def readme_block(report_dir: Path, stale: set | None = None) -> str:
     stale = stale or set()
     commits = ", ".join(sorted(set(df["commit"])))
     lines = [BEGIN.format(dir=report_dir.name), "",
-             f"Measured on one {_gpu(df, env, None)} (`reports/{report_dir.name}/`, commit {commits}, torch "
+             f"Measured on {_on(df, env)} (`reports/{report_dir.name}/`, commit {commits}, torch "
              f"{env.get('torch', '?')}, triton {env.get('triton', '?')}): TFLOP/s ± half the p20–p80 spread of up to "
              f"{int(df['reps'].max()) if len(df) else 0} calls, each stage's main form.", ""]
     if stale:
