@@ -227,9 +227,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "16", "fp8", "fp8 e4m3 on wgmma: per-tensor, row-wise and block scaling, promoted to fp32",
-        "no seed (none covers fp8); anchors: DeepGEMM (1x128 / 128x128 block scaling, promotion every "
-        "128 k), the "
-        "DeepSeek-V3 report (section 3.3.2, the tensor core's limited accumulation precision), triton-lang/triton "
+        "no seed (none covers fp8); anchors: DeepGEMM (1x128 / 128x128 block scaling, promotion every 128 k), "
+        "the DeepSeek-V3 report (section 3.3.2, the tensor core's limited accumulation precision), triton-lang/triton "
         "PR #5461 (Triton's persistent TMA fp8 matmul)",
         "The Hopper rung on e4m3 operands (wgmma k32, twice the bf16 rate), each operand with fp32 scales per "
         "tensor, per row or per 1x128 / 128x128 block; every 128 k the tensor core's partial sum is added into "

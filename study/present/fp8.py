@@ -72,10 +72,15 @@ PROMOTED, UNPROMOTED = "fp8e4m3-tensor/fp32acc", "fp8e4m3-tensor/tcacc"
 LESSON_SIZE = 4096
 
 
+def _at_lesson_size(df: pd.DataFrame) -> pd.DataFrame:
+    """The passing rows at LESSON_SIZE^3."""
+    n = LESSON_SIZE
+    return df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
+
+
 def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     """(backend, promoted TFLOP/s, unpromoted TFLOP/s) of the per-tensor forms at LESSON_SIZE^3, passing rows."""
-    n = LESSON_SIZE
-    at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
+    at = _at_lesson_size(df)
     out = []
     for backend in (*interactive.BACKEND_NAMES, "cublas"):
         g = at[at["backend"] == backend]
@@ -88,11 +93,10 @@ def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
 def _over_bf16(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     """(backend, fp8 per-tensor promoted TFLOP/s, bf16 TFLOP/s of the main form of the stage fp8 builds on (the
     Hopper rung), or cuBLAS's bf16 GEMM) at LESSON_SIZE^3, passing rows: what fp8 buys over 16-bit operands."""
-    n = LESSON_SIZE
-    at = df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
+    at, rung = _at_lesson_size(df), stages.stage(stages.stage(NUMBER).builds_on).key
     out = []
-    for backend, fp8 in ((b, p) for b, p, _ in _speed(df)):
-        name = "cublas" if backend == "cublas" else f"{backend}:{stages.stage(stages.stage(NUMBER).builds_on).key}"
+    for backend, fp8, _ in _speed(df):
+        name = "cublas" if backend == "cublas" else f"{backend}:{rung}"
         bf16 = at[(at["impl"] == name) & (at["dtype"] == "bf16")]["tflops"]
         if len(bf16):
             out.append((backend, fp8, float(bf16.iloc[0])))
@@ -121,9 +125,8 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
                           f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {p / h:.2f}x)" for b, p, h in over)
         parts.append(f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
                      f"promoted form runs at {pairs} against bf16 (stage {stages.stage(NUMBER).builds_on}'s main "
-                     "form; for cuBLASLt, cuBLAS's "
-                     "bf16 GEMM). Its error is set by the fp8 quantization, which the caller chooses: every form is "
-                     "judged against float64 of its dequantized operands.")
+                     "form; for cuBLASLt, cuBLAS's bf16 GEMM). Its error is set by the fp8 quantization, which the "
+                     "caller chooses: every form is judged against float64 of its dequantized operands.")
     if speed:
         parts.append("Promotion adds the tensor core's partial sum into fp32 registers every 128 k (fp32acc); "
                      "without it (tcacc) the whole K is summed inside the tensor core. "
