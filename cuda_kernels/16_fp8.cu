@@ -71,7 +71,9 @@ struct Shape {
     int bufs = 2;
     int stream = 0;   // promoted: 1 issues chunk k + 1 before chunk k is promoted (a second partial); 2 also the
                       // next tile's first chunk before the epilogue
-    int staged_scales = 0;   // BLOCK, streamed: 1 has a producer warp copy each chunk's scales into its ring slot
+    int staged_scales = 0;   // BLOCK, streamed: 1 has a producer warp copy each chunk's scales into its ring slot,
+                             // read after the chunk's wgmmas are issued; 2 read before them; 3 copied by the TMA
+                             // thread with two 1D bulk copies (CudaFp8RunsLaunch: M and K / 128 in whole runs)
 };
 
 template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
@@ -92,10 +94,13 @@ struct Cfg {
     // STAGED: a slot also holds its chunk's scales, sa of the tile's BM rows and sb of its n-block, copied by the
     // producer's second warp (cp.async); the full barrier then waits for its 32 lanes as well as the TMA bytes.
     static constexpr bool STAGED = S.staged_scales;
+    static constexpr bool EARLY = S.staged_scales == 2;   // a chunk's staged scales read before its wgmmas
+    static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: sa's 128 rows, 4 of sb
     static_assert(PROBE == 0 || (MODE == TENSOR && STREAM && (PROBE == 2) == STAGED), "diagnostics: per-tensor");
     static_assert(!STAGED || ((MODE == BLOCK || PROBE == 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
                   "staged scales: streamed BLOCK, one block a cluster, a tile one n-block of B's scales");
-    static constexpr int SCALE_FLOATS = STAGED ? 64 * CONSUMERS + 4 : 0, FULL_ARRIVALS = STAGED ? 1 + 32 : 1;
+    static constexpr int SCALE_FLOATS = STAGED ? 64 * CONSUMERS + 4 : 0;
+    static constexpr int FULL_ARRIVALS = STAGED && !BULK ? 1 + 32 : 1;
     static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
     static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
     static_assert(BUFS == 1 || BUFS == 2, "a consumer's D buffers");
@@ -263,6 +268,14 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[C::ACC], const
     stored = (stored + C::PIECES) % C::BUFS;
 }
 
+#ifdef FP8_EXPLORE
+// A 1D bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) into shared memory, completing on bar.
+__device__ __forceinline__ void bulk_load(float* dst, const float* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(async_copy::smem_u32(dst)), "l"(src), "r"(bytes), "r"(async_copy::smem_u32(bar)) : "memory");
+}
+#endif
+
 template <class C>
 __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
                                          double alpha_, double beta_, const float* __restrict__ sa,
@@ -305,8 +318,15 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 for (int kt = 0; kt < w.k_tiles; ++kt) {
                     wait(&empty[s], phase ^ 1);   // a fresh barrier's parity-1 phase: complete
                     const uint32_t slot = ring + s * C::SLOT_BYTES, b = slot + C::A_BYTES;
-                    tma::expect_tx(&full[s], C::SLOT_BYTES);
+                    tma::expect_tx(&full[s], C::SLOT_BYTES + (C::BULK ? 4 * (C::BM + 4) : 0));
                     tma::load_2d(slot, map_a, kt * BK, m0, &full[s]);
+#ifdef FP8_EXPLORE
+                    if constexpr (C::BULK) {   // sa[kt, m0 .. m0 + 127] and sb[nb, kt & ~3 .. + 3]
+                        float* dst = staged + s * C::SCALE_FLOATS;
+                        bulk_load(dst, sa + (idx_t)kt * M + m0, 4 * C::BM, &full[s]);
+                        bulk_load(dst + C::BM, sb + (idx_t)(n0 / 128) * w.k_tiles + (kt & ~3), 16, &full[s]);
+                    }
+#endif
                     if constexpr (C::CLUSTER > 1)
                         tma::load_2d_multicast(b + w.rank * (C::BN / C::CLUSTER) * BK, map_b, kt * BK,
                                                n0 + w.rank * (C::BN / C::CLUSTER), &full[s], (1 << C::CLUSTER) - 1);
@@ -316,7 +336,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                 }
             }
         }
-        if (C::STAGED && tid / 32 == 1) {   // the second warp: each chunk's scales into its slot, 4-byte cp.async
+        if (C::STAGED && !C::BULK && tid / 32 == 1) {   // the second warp: each chunk's scales into its slot, cp.async
             const int lane = tid & 31;
             Work<C> w(M, N, K);
             uint32_t s = 0, phase = 0;
@@ -434,13 +454,15 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                         if (C::AHEAD == 2) load(min(kt + 1, w.k_tiles - 1), pre);
                     }
                     wait(&full[s], phase);
-                    chunk(p, s * (C::SLOT_BYTES >> 4), 0);
-                    if constexpr (C::STAGED) {   // read before the slot is released, a chunk later
+                    auto read = [&]() {   // before the slot is released, a chunk later
                         const float* q = staged + s * C::SCALE_FLOATS;
-                        x[0] = q[C::BM];
+                        x[0] = q[C::BM + (C::BULK ? kt & 3 : 0)];
                         x[1] = q[64 * c + 16 * warp + (lane >> 2)];
                         x[2] = q[64 * c + 16 * warp + (lane >> 2) + 8];
-                    }
+                    };
+                    if constexpr (C::EARLY) read();
+                    chunk(p, s * (C::SLOT_BYTES >> 4), 0);
+                    if constexpr (C::STAGED && !C::EARLY) read();
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 };
                 uint32_t busy = s;   // the slot of the oldest chunk in flight
@@ -645,6 +667,14 @@ FP8_ENTRY(x16_tensor_b1s, STREAMED_B1, TENSOR, )
 // Diagnostics (Cfg's PROBE): per-tensor promoted by FFMA, and per-tensor with the block form's staging.
 FP8_ENTRY(x16_tensor_ffma, PROMOTED, TENSOR, , GROUP_M, true, 1, 1)
 FP8_ENTRY(x16_tensor_staged, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 2)
+// Staged scales read before the chunk's wgmmas are issued, not after (block, and the per-tensor diagnostic).
+constexpr Shape STAGED_EARLY{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 2};
+FP8_ENTRY(x16_block_early, STAGED_EARLY, BLOCK, )
+FP8_ENTRY(x16_tensor_stearly, STAGED_EARLY, TENSOR, , GROUP_M, true, 1, 2)
+// Block scales copied into the slot by the TMA thread (cp.async.bulk; its 40 registers spill 20 bytes): no second
+// producer warp, no cp.async.
+constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
+FP8_ENTRY(x16_block_bulk, STAGED_BULK, BLOCK, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
 constexpr Shape STREAMED_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2, .stream = 1};
 FP8_ENTRY(x16_tensor_stc2, STREAMED_PAIRS, TENSOR, PAIRS_OF_2)

@@ -25,9 +25,9 @@ from study.core.contract import validate
 from study.core.fp8 import validate_scaled
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
-from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8Launch, CudaLaunch, CudaModelDispatch,
-                                    CudaPresplitLaunch, CudaSplitKLaunch, CudaSplitTmaLaunch, CudaTmaLaunch,
-                                    CudaTypedLaunch, TorchLaunch, TritonLaunch)
+from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8Launch, CudaFp8RunsLaunch, CudaLaunch,
+                                    CudaModelDispatch, CudaPresplitLaunch, CudaSplitKLaunch, CudaSplitTmaLaunch,
+                                    CudaTmaLaunch, CudaTypedLaunch, TorchLaunch, TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -496,6 +496,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "g12": _fp8("x16_tensor_g12", 128, defines=("FP8_EXPLORE",)),
                     "ffma": _fp8("x16_tensor_ffma", 128, defines=("FP8_EXPLORE",)),
                     "staged": _fp8("x16_tensor_staged", 128, defines=("FP8_EXPLORE",)),
+                    "stearly": _fp8("x16_tensor_stearly", 128, defines=("FP8_EXPLORE",)),
                     "nobal": _fp8("fp8_tensor", 128, balance=False),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
@@ -513,6 +514,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                           "ahead1": _fp8("x16_block_ahead1", 128, defines=("FP8_EXPLORE",)),
                           "global": _fp8("x16_block_global", 128, defines=("FP8_EXPLORE",)),
                           "staged5": _fp8("x16_block_staged5", 128, defines=("FP8_EXPLORE",)),
+                          "early": _fp8("x16_block_early", 128, defines=("FP8_EXPLORE",)),
+                          "bulk": CudaFp8RunsLaunch("16_fp8.cu", "x16_block_bulk", (384, 1, 1), (128, 128),
+                                                    defines=("FP8_EXPLORE",)),
                           "regstore": _fp8("fp8_block", 128, tma_store=False)},
     "gluon:16_fp8": {"serial": TritonLaunch("gluon.16_fp8", "gemm_serial")},
     "gluon:16_fp8-block": {"serial": TritonLaunch("gluon.16_fp8", "gemm_block_serial")},

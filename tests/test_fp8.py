@@ -74,3 +74,13 @@ def test_scales_cut_to_a_sub_problem():
     ca, cb = fp8.scales_for(sa, sb, "block", 33, 100, 200)
     assert ca.shape == (33, 2) and ca.stride() == (1, 33) and cb.shape == (2, 1)
     assert torch.equal(ca, sa[:33, :2]) and torch.equal(cb, sb[:2, :1])
+
+
+@pytest.mark.parametrize("M,K", [(33, 1024), (256, 300), (100, 129)])
+def test_bulk_scale_variant_refuses_what_its_runs_cannot_take(M, K):
+    """The block form's tuning variant `bulk` copies sa's 128 rows of a tile and 4 of sb's chunks as 16-byte
+    runs: M not a multiple of 128, or a chunk count not a multiple of 4, is refused before launch."""
+    from study import registry
+    launch = registry.VARIANTS["cuda:16_fp8-block"]["bulk"]
+    with pytest.raises(ValueError, match=r"copies the scales in 16-byte runs"):
+        launch.bind("cuda:16_fp8-block/bulk", _call("cuda:16_fp8-block", M=M, K=K))

@@ -624,6 +624,22 @@ class CudaFp8Launch(CudaLaunch):
         return Bound(run, lambda: self.resources(self.entry))
 
 
+@dataclass(frozen=True)
+class CudaFp8RunsLaunch(CudaFp8Launch):
+    """A block-scaled tuning variant whose TMA thread copies each chunk's scales into its ring slot as two 1D bulk
+    copies: sa's 128 rows of the tile (512 bytes) and 4 of sb's per-chunk values (16 bytes), so M must be a
+    multiple of 128, the chunk count (K / 128, rounded up) a multiple of 4 and both scale tensors 16-byte aligned;
+    any other call is refused before launch."""
+
+    def bind(self, name: str, p) -> Bound:
+        M, N, K = p.mnk
+        k_tiles = -(-K // 128)
+        if M % 128 or k_tiles % 4 or p.scale_a.data_ptr() % 16 or p.scale_b.data_ptr() % 16:
+            raise ValueError(f"{name}: copies the scales in 16-byte runs: M a multiple of 128 (got {M}), K / 128 "
+                             f"a multiple of 4 (got {k_tiles}), 16-byte aligned scales")
+        return super().bind(name, p)
+
+
 SPLIT_K_PARAMS = ("M:int N:int K:int alpha:double A:ptr lda:i64 B:ptr ldb:i64 beta:double C:ptr ldc:i64 D:ptr ldd:i64 "
                   "a_col:int b_col:int ws:ptr counters:ptr map_w:tmap map_x:tmap")
 
