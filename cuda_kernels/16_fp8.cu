@@ -37,7 +37,10 @@
 //              study.probe at 4096^3, TFLOP/s: uniform roles and waits 1250.0 against the former code's 1204.1
 //              (variant `div`), groups of 8 tile-rows 1301.9 against groups of 16's 1238.5 (variant `g16`), the
 //              block form's staged scales 1123.2 against scales loaded by the consumers 1096.2 (variant `global`),
-//              with cuBLAS block at 1181.9.
+//              with cuBLAS block at 1181.9.  The block form's gap to per-tensor is the staging of its scales, not
+//              their use: study.probe of 7645626 on an H100 at 4096^3, per-tensor staging the block form's scales
+//              and leaving them unused (variant `staged`) 1110.7 against 1298.8 TFLOP/s and block 1115.9, and the
+//              probe's per-tensor promoted by FFMA (`ffma`, on an H200) 1287.9 against 1304.7.
 // Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
 //              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.
