@@ -83,7 +83,8 @@ template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true
           int AHEAD_ = MODE_ == BLOCK && S.stream && !S.staged_scales ? 2 : 1, int PROBE_ = 0>
 struct Cfg {
     // Diagnostic variants (FP8_EXPLORE; per-tensor, for study.probe at alpha 1): 1 promotes by FFMA with a factor of
-    // alpha / alpha, as the block form's FFMA; 2 stages scales as the block form does and reads them, unused.
+    // alpha / alpha, as the block form's FFMA; 2 stages scales as the block form does and reads them, unused; 3
+    // stages them without their arrivals on the full barrier, unread.
     static constexpr int PROBE = PROBE_;
     static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
@@ -99,11 +100,11 @@ struct Cfg {
     static constexpr bool STAGED = S.staged_scales;
     static constexpr bool EARLY = S.staged_scales == 2;   // a chunk's staged scales read before its wgmmas
     static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: sa's 128 rows, 4 of sb
-    static_assert(PROBE == 0 || (MODE == TENSOR && STREAM && (PROBE == 2) == STAGED), "diagnostics: per-tensor");
-    static_assert(!STAGED || ((MODE == BLOCK || PROBE == 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
+    static_assert(PROBE == 0 || (MODE == TENSOR && STREAM && (PROBE >= 2) == STAGED), "diagnostics: per-tensor");
+    static_assert(!STAGED || ((MODE == BLOCK || PROBE >= 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
                   "staged scales: streamed BLOCK, one block a cluster, a tile one n-block of B's scales");
     static constexpr int SCALE_FLOATS = STAGED ? 64 * CONSUMERS + 4 : 0;
-    static constexpr int FULL_ARRIVALS = STAGED && !BULK ? 1 + 32 : 1;
+    static constexpr int FULL_ARRIVALS = STAGED && !BULK && PROBE != 3 ? 1 + 32 : 1;
     static_assert(BN == 128 || BN == 192 || BN == 256, "wgmma's n of the shapes spelled out; whole 64x64 pieces");
     static_assert(STAGES > 0 && CLUSTER > 0, "a count left out before a given field (zero under -std=c++17)");
     static_assert(BUFS == 1 || BUFS == 2, "a consumer's D buffers");
@@ -356,7 +357,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                         async_copy::cp4(dst + 32 * i + lane, C::PROBE ? sa : sak + min(m0 + 32 * i + lane, M - 1),
                                         true);
                     if (lane == 0) async_copy::cp4(dst + C::BM, C::PROBE ? sb : sbt + kt, true);
-                    async_copy::mbar_arrive_on_copies(&full[s]);
+                    if constexpr (C::PROBE != 3) async_copy::mbar_arrive_on_copies(&full[s]);
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 }
             }
@@ -465,7 +466,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     };
                     if constexpr (C::EARLY) read();
                     chunk(p, s * (C::SLOT_BYTES >> 4), 0);
-                    if constexpr (C::STAGED && !C::EARLY) read();
+                    if constexpr (C::STAGED && !C::EARLY && C::PROBE != 3) read();
                     if (++s == C::STAGES) s = 0, phase ^= 1;
                 };
                 uint32_t busy = s;   // the slot of the oldest chunk in flight
@@ -674,6 +675,8 @@ FP8_ENTRY(x16_tensor_staged, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 2)
 constexpr Shape STAGED_EARLY{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 2};
 FP8_ENTRY(x16_block_early, STAGED_EARLY, BLOCK, )
 FP8_ENTRY(x16_tensor_stearly, STAGED_EARLY, TENSOR, , GROUP_M, true, 1, 2)
+// Per-tensor, its scales staged by the second producer warp with no arrivals on the full barrier, never read.
+FP8_ENTRY(x16_tensor_stnoarr, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 3)
 // Block scales copied into the slot by the TMA thread (cp.async.bulk; its 40 registers spill 20 bytes): no second
 // producer warp, no cp.async.
 constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};

@@ -497,6 +497,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "ffma": _fp8("x16_tensor_ffma", 128, defines=("FP8_EXPLORE",)),
                     "staged": _fp8("x16_tensor_staged", 128, defines=("FP8_EXPLORE",)),
                     "stearly": _fp8("x16_tensor_stearly", 128, defines=("FP8_EXPLORE",)),
+                    "stnoarr": _fp8("x16_tensor_stnoarr", 128, defines=("FP8_EXPLORE",)),
                     "nobal": _fp8("fp8_tensor", 128, balance=False),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
