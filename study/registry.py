@@ -354,9 +354,9 @@ FP8_OUT = {"fp8e4m3": "bf16"}
 K_MAJOR = ("k-major",)          # A row-major, B column-major: the only layout fp8 wgmma reads
 
 
-def _fp8(entry: str, bn: int, **kw) -> CudaFp8Launch:
+def _fp8(entry: str, bn: int, launch: type[CudaFp8Launch] = CudaFp8Launch, **kw) -> CudaFp8Launch:
     """cuda_kernels/16_fp8.cu's persistent kernel: a producer and two consumer warpgroups on a 128 x bn tile."""
-    return CudaFp8Launch("16_fp8.cu", entry, (384, 1, 1), (128, bn), **kw)
+    return launch("16_fp8.cu", entry, (384, 1, 1), (128, bn), **kw)
 
 
 # The promoted forms' tile is 128x128 (a consumer holds a partial and a sum of 64 registers each; the Gluon twin's
@@ -479,8 +479,10 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     # one D buffer, clusters of 2 along M multicasting B; the registered kernels with register stores only, with
     # (div) roles and ring waits that ptxas cannot prove warp-uniform, in groups of 16, 4, 6 or 12 tile-rows, the
     # registered kernel on one block per SM (nobal); block scales loaded from global memory by the consumers two
-    # chunks ahead (global) or one (ahead1), and staged with 5 slots and two D buffers a consumer (staged5); two
-    # diagnostics of the block form's cost on the per-tensor form: its FFMA promotion (ffma), its staging (staged).
+    # chunks ahead (global) or one (ahead1), staged with 5 slots and two D buffers a consumer (staged5), read before
+    # the chunk's wgmmas (early), or copied by the TMA thread (bulk); diagnostics of the block form's cost on the
+    # per-tensor form: its FFMA promotion (ffma), its staging (staged; read early: stearly; with no arrivals on the
+    # full barrier, unread: stnoarr).
     "cuda:16_fp8": {"n192": _fp8("x16_tensor_n192", 192, defines=("FP8_EXPLORE",)),
                     "n192s4": _fp8("x16_tensor_n192s4", 192, defines=("FP8_EXPLORE",)),
                     "b1": _fp8("x16_tensor_b1", 128, defines=("FP8_EXPLORE",)),
@@ -516,8 +518,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                           "global": _fp8("x16_block_global", 128, defines=("FP8_EXPLORE",)),
                           "staged5": _fp8("x16_block_staged5", 128, defines=("FP8_EXPLORE",)),
                           "early": _fp8("x16_block_early", 128, defines=("FP8_EXPLORE",)),
-                          "bulk": CudaFp8RunsLaunch("16_fp8.cu", "x16_block_bulk", (384, 1, 1), (128, 128),
-                                                    defines=("FP8_EXPLORE",)),
+                          "bulk": _fp8("x16_block_bulk", 128, CudaFp8RunsLaunch, defines=("FP8_EXPLORE",)),
                           "regstore": _fp8("fp8_block", 128, tma_store=False)},
     "gluon:16_fp8": {"serial": TritonLaunch("gluon.16_fp8", "gemm_serial")},
     "gluon:16_fp8-block": {"serial": TritonLaunch("gluon.16_fp8", "gemm_block_serial")},
