@@ -76,15 +76,16 @@ struct Shape {
                       // next tile's first chunk before the epilogue
     int staged_scales = 0;   // BLOCK, streamed: 1 has a producer warp copy each chunk's scales into its ring slot,
                              // read after the chunk's wgmmas are issued; 2 read before them; 3 copied by the TMA
-                             // thread with two 1D bulk copies (CudaFp8RunsLaunch: M and K / 128 in whole runs)
+                             // thread with two 1D bulk copies (CudaFp8RunsLaunch: M and K / 128 multiples of 4)
 };
 
 template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
           int AHEAD_ = MODE_ == BLOCK && S.stream && !S.staged_scales ? 2 : 1, int PROBE_ = 0>
 struct Cfg {
     // Diagnostic variants (FP8_EXPLORE; per-tensor, for study.probe at alpha 1): 1 promotes by FFMA with a factor of
-    // alpha / alpha, as the block form's FFMA; 2 stages scales as the block form does and reads them, unused; 3
-    // stages them without their arrivals on the full barrier, unread.
+    // alpha / alpha, as the block form's FFMA; 2 stages scales as the block form does, unused (ptxas drops the
+    // consumers' reads of them: their SASS holds no LDS); 3 stages them without their arrivals on the full
+    // barrier, unread.
     static constexpr int PROBE = PROBE_;
     static constexpr int AHEAD = AHEAD_;   // BLOCK, streamed: a chunk's scales are loaded AHEAD chunks before use
     static constexpr int GROUP = GROUP_;   // GROUP_M of the persistent walk
@@ -99,7 +100,7 @@ struct Cfg {
     // producer's second warp (cp.async); the full barrier then waits for its 32 lanes as well as the TMA bytes.
     static constexpr bool STAGED = S.staged_scales;
     static constexpr bool EARLY = S.staged_scales == 2;   // a chunk's staged scales read before its wgmmas
-    static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: sa's 128 rows, 4 of sb
+    static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: the tile's sa rows, 4 of sb
     static_assert(PROBE == 0 || (MODE == TENSOR && STREAM && (PROBE >= 2) == STAGED), "diagnostics: per-tensor");
     static_assert(!STAGED || ((MODE == BLOCK || PROBE >= 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
                   "staged scales: streamed BLOCK, one block a cluster, a tile one n-block of B's scales");
@@ -272,13 +273,11 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[C::ACC], const
     stored = (stored + C::PIECES) % C::BUFS;
 }
 
-#ifdef FP8_EXPLORE
 // A 1D bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) into shared memory, completing on bar.
 __device__ __forceinline__ void bulk_load(float* dst, const float* src, uint32_t bytes, uint64_t* bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                  :: "r"(async_copy::smem_u32(dst)), "l"(src), "r"(bytes), "r"(async_copy::smem_u32(bar)) : "memory");
 }
-#endif
 
 template <class C>
 __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtensorMap& map_b, int M, int N, int K,
@@ -293,6 +292,10 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
     uint64_t* full = reinterpret_cast<uint64_t*>(staged + C::STAGES * C::SCALE_FLOATS);
     uint64_t* empty = full + C::STAGES;
     const int tid = threadIdx.x;
+    if constexpr (C::BULK) {   // rows past M, never copied, read as zeros (never stored either)
+        for (int i = tid; i < C::STAGES * C::SCALE_FLOATS; i += C::THREADS) staged[i] = 0.f;
+        async_copy::fence_async_shared();   // before the copy engine writes the same words
+    }
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             async_copy::mbar_init(&full[s], C::FULL_ARRIVALS);                  // expect_tx (+ 32 scale copies)
@@ -319,18 +322,27 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
             uint32_t s = 0, phase = 0;
             int m0, n0;
             while (w.next(m0, n0)) {
+                if constexpr (C::BULK) {   // not unrolled: the bulk copies' addresses then fit 40 registers
+#pragma unroll 1
+                    for (int kt = 0; kt < w.k_tiles; ++kt) {
+                        wait(&empty[s], phase ^ 1);
+                        const uint32_t slot = ring + s * C::SLOT_BYTES;
+                        const int rows = min(C::BM, M - m0);   // the tile's rows of sa, whole 16-byte runs
+                        float* dst = staged + s * C::SCALE_FLOATS;   // sa[kt, m0 ..], sb[nb, kt & ~3 .. + 3]
+                        tma::expect_tx(&full[s], C::SLOT_BYTES + 4 * (rows + 4));
+                        tma::load_2d(slot, map_a, kt * BK, m0, &full[s]);
+                        bulk_load(dst, sa + (idx_t)kt * M + m0, 4 * rows, &full[s]);
+                        bulk_load(dst + C::BM, sb + (idx_t)(n0 / 128) * w.k_tiles + (kt & ~3), 16, &full[s]);
+                        tma::load_2d(slot + C::A_BYTES, map_b, kt * BK, n0, &full[s]);
+                        if (++s == C::STAGES) s = 0, phase ^= 1;
+                    }
+                    continue;
+                }
                 for (int kt = 0; kt < w.k_tiles; ++kt) {
                     wait(&empty[s], phase ^ 1);   // a fresh barrier's parity-1 phase: complete
                     const uint32_t slot = ring + s * C::SLOT_BYTES, b = slot + C::A_BYTES;
-                    tma::expect_tx(&full[s], C::SLOT_BYTES + (C::BULK ? 4 * (C::BM + 4) : 0));
+                    tma::expect_tx(&full[s], C::SLOT_BYTES);
                     tma::load_2d(slot, map_a, kt * BK, m0, &full[s]);
-#ifdef FP8_EXPLORE
-                    if constexpr (C::BULK) {   // sa[kt, m0 .. m0 + 127] and sb[nb, kt & ~3 .. + 3]
-                        float* dst = staged + s * C::SCALE_FLOATS;
-                        bulk_load(dst, sa + (idx_t)kt * M + m0, 4 * C::BM, &full[s]);
-                        bulk_load(dst + C::BM, sb + (idx_t)(n0 / 128) * w.k_tiles + (kt & ~3), 16, &full[s]);
-                    }
-#endif
                     if constexpr (C::CLUSTER > 1)
                         tma::load_2d_multicast(b + w.rank * (C::BN / C::CLUSTER) * BK, map_b, kt * BK,
                                                n0 + w.rank * (C::BN / C::CLUSTER), &full[s], (1 << C::CLUSTER) - 1);
@@ -677,8 +689,8 @@ FP8_ENTRY(x16_block_early, STAGED_EARLY, BLOCK, )
 FP8_ENTRY(x16_tensor_stearly, STAGED_EARLY, TENSOR, , GROUP_M, true, 1, 2)
 // Per-tensor, its scales staged by the second producer warp with no arrivals on the full barrier, never read.
 FP8_ENTRY(x16_tensor_stnoarr, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 3)
-// Block scales copied into the slot by the TMA thread (cp.async.bulk; its 40 registers spill 20 bytes): no second
-// producer warp, no cp.async.
+// Block scales copied into the slot by the TMA thread (cp.async.bulk, a k-tile a trip: no spill in its 40
+// registers): no second producer warp, no cp.async.  M and K / 128 multiples of 4 (CudaFp8RunsLaunch).
 constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
 FP8_ENTRY(x16_block_bulk, STAGED_BULK, BLOCK, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).

@@ -76,11 +76,20 @@ def test_scales_cut_to_a_sub_problem():
     assert torch.equal(ca, sa[:33, :2]) and torch.equal(cb, sb[:2, :1])
 
 
-@pytest.mark.parametrize("M,K", [(33, 1024), (256, 300), (100, 129)])
-def test_bulk_scale_variant_refuses_what_its_runs_cannot_take(M, K):
-    """The block form's tuning variant `bulk` copies sa's 128 rows of a tile and 4 of sb's chunks as 16-byte
-    runs: M not a multiple of 128, or a chunk count not a multiple of 4, is refused before launch."""
+@pytest.mark.parametrize("M,K,runs", [(33, 1024, False), (256, 300, False), (100, 129, False), (100, 1024, True),
+                                      (4, 385, True), (8192, 257, False)])
+def test_bulk_scale_variant_takes_only_whole_runs(M, K, runs):
+    """The block form's tuning variant `bulk` copies a tile's rows of sa and 4 of sb's chunks as 16-byte runs: a
+    call whose M or chunk count is not a multiple of 4 is refused before launch; with a fallback launch it goes
+    there instead."""
+    import dataclasses
     from study import registry
     launch = registry.VARIANTS["cuda:16_fp8-block"]["bulk"]
+    p = _call("cuda:16_fp8-block", M=M, K=K)
+    if runs:
+        assert launch.plan(p, 132) == ("x16_block_bulk",)
+        return
     with pytest.raises(ValueError, match=r"copies the scales in 16-byte runs"):
-        launch.bind("cuda:16_fp8-block/bulk", _call("cuda:16_fp8-block", M=M, K=K))
+        launch.bind("cuda:16_fp8-block/bulk", p)
+    staged = registry.get("cuda:16_fp8-block").launch
+    assert dataclasses.replace(launch, fallback=staged).plan(p, 132) == staged.plan(p, 132) == ("fp8_block",)
