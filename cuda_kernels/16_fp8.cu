@@ -76,7 +76,8 @@ struct Shape {
                       // next tile's first chunk before the epilogue
     int staged_scales = 0;   // BLOCK, streamed: 1 has a producer warp copy each chunk's scales into its ring slot,
                              // read after the chunk's wgmmas are issued; 2 read before them; 3 copied by the TMA
-                             // thread with two 1D bulk copies (CudaFp8RunsLaunch: M and K / 128 multiples of 4)
+                             // thread with two 1D bulk copies (the scales' rows pitched to multiples of 4 floats:
+                             // CudaFp8BulkLaunch)
 };
 
 template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
@@ -292,7 +293,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
     uint64_t* full = reinterpret_cast<uint64_t*>(staged + C::STAGES * C::SCALE_FLOATS);
     uint64_t* empty = full + C::STAGES;
     const int tid = threadIdx.x;
-    if constexpr (C::BULK) {   // rows past M, never copied, read as zeros (never stored either)
+    if constexpr (C::BULK) {   // rows past M's run of 4, never copied, read as zeros (never stored either)
         for (int i = tid; i < C::STAGES * C::SCALE_FLOATS; i += C::THREADS) staged[i] = 0.f;
         async_copy::fence_async_shared();   // before the copy engine writes the same words
     }
@@ -323,16 +324,19 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
             int m0, n0;
             while (w.next(m0, n0)) {
                 if constexpr (C::BULK) {   // not unrolled: the bulk copies' addresses then fit 40 registers
+                    // sa's rows (one a k-block) and sb's (one an n-block) pitched to whole 16-byte runs by the
+                    // launcher: sa[kt, m0 .. m0 + rows - 1] and sb[nb, kt & ~3 .. + 3] are each whole runs.
+                    const idx_t lds_a = (M + 3) & ~3, lds_b = (w.k_tiles + 3) & ~3;
+                    const int rows = min(C::BM, (int)lds_a - m0);
 #pragma unroll 1
                     for (int kt = 0; kt < w.k_tiles; ++kt) {
                         wait(&empty[s], phase ^ 1);
                         const uint32_t slot = ring + s * C::SLOT_BYTES;
-                        const int rows = min(C::BM, M - m0);   // the tile's rows of sa, whole 16-byte runs
-                        float* dst = staged + s * C::SCALE_FLOATS;   // sa[kt, m0 ..], sb[nb, kt & ~3 .. + 3]
+                        float* dst = staged + s * C::SCALE_FLOATS;
                         tma::expect_tx(&full[s], C::SLOT_BYTES + 4 * (rows + 4));
                         tma::load_2d(slot, map_a, kt * BK, m0, &full[s]);
-                        bulk_load(dst, sa + (idx_t)kt * M + m0, 4 * rows, &full[s]);
-                        bulk_load(dst + C::BM, sb + (idx_t)(n0 / 128) * w.k_tiles + (kt & ~3), 16, &full[s]);
+                        bulk_load(dst, sa + kt * lds_a + m0, 4 * rows, &full[s]);
+                        bulk_load(dst + C::BM, sb + (n0 / 128) * lds_b + (kt & ~3), 16, &full[s]);
                         tma::load_2d(slot + C::A_BYTES, map_b, kt * BK, n0, &full[s]);
                         if (++s == C::STAGES) s = 0, phase ^= 1;
                     }
@@ -690,7 +694,7 @@ FP8_ENTRY(x16_tensor_stearly, STAGED_EARLY, TENSOR, , GROUP_M, true, 1, 2)
 // Per-tensor, its scales staged by the second producer warp with no arrivals on the full barrier, never read.
 FP8_ENTRY(x16_tensor_stnoarr, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 3)
 // Block scales copied into the slot by the TMA thread (cp.async.bulk, a k-tile a trip: no spill in its 40
-// registers): no second producer warp, no cp.async.  M and K / 128 multiples of 4 (CudaFp8RunsLaunch).
+// registers): no second producer warp, no cp.async.  The scales' rows pitched to 16 bytes (CudaFp8BulkLaunch).
 constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
 FP8_ENTRY(x16_block_bulk, STAGED_BULK, BLOCK, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).

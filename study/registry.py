@@ -25,7 +25,7 @@ from study.core.contract import validate
 from study.core.fp8 import validate_scaled
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
-from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8Launch, CudaFp8RunsLaunch, CudaLaunch,
+from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8BulkLaunch, CudaFp8Launch, CudaLaunch,
                                     CudaModelDispatch, CudaPresplitLaunch, CudaSplitKLaunch, CudaSplitTmaLaunch,
                                     CudaTmaLaunch, CudaTypedLaunch, TorchLaunch, TritonLaunch)
 
@@ -518,7 +518,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                           "global": _fp8("x16_block_global", 128, defines=("FP8_EXPLORE",)),
                           "staged5": _fp8("x16_block_staged5", 128, defines=("FP8_EXPLORE",)),
                           "early": _fp8("x16_block_early", 128, defines=("FP8_EXPLORE",)),
-                          "bulk": _fp8("x16_block_bulk", 128, CudaFp8RunsLaunch, defines=("FP8_EXPLORE",)),
+                          "bulk": _fp8("x16_block_bulk", 128, CudaFp8BulkLaunch, defines=("FP8_EXPLORE",)),
                           "regstore": _fp8("fp8_block", 128, tma_store=False)},
     "gluon:16_fp8": {"serial": TritonLaunch("gluon.16_fp8", "gemm_serial")},
     "gluon:16_fp8-block": {"serial": TritonLaunch("gluon.16_fp8", "gemm_block_serial")},

@@ -76,20 +76,25 @@ def test_scales_cut_to_a_sub_problem():
     assert torch.equal(ca, sa[:33, :2]) and torch.equal(cb, sb[:2, :1])
 
 
-@pytest.mark.parametrize("M,K,runs", [(33, 1024, False), (256, 300, False), (100, 129, False), (100, 1024, True),
-                                      (4, 385, True), (8192, 257, False)])
-def test_bulk_scale_variant_takes_only_whole_runs(M, K, runs):
-    """The block form's tuning variant `bulk` copies a tile's rows of sa and 4 of sb's chunks as 16-byte runs: a
-    call whose M or chunk count is not a multiple of 4 is refused before launch; with a fallback launch it goes
-    there instead."""
-    import dataclasses
-    from study import registry
-    launch = registry.VARIANTS["cuda:16_fp8-block"]["bulk"]
-    p = _call("cuda:16_fp8-block", M=M, K=K)
-    if runs:
-        assert launch.plan(p, 132) == ("x16_block_bulk",)
-        return
-    with pytest.raises(ValueError, match=r"copies the scales in 16-byte runs"):
-        launch.bind("cuda:16_fp8-block/bulk", p)
-    staged = registry.get("cuda:16_fp8-block").launch
-    assert dataclasses.replace(launch, fallback=staged).plan(p, 132) == staged.plan(p, 132) == ("fp8_block",)
+@pytest.mark.parametrize("M,N,K", [(33, 45, 1024), (256, 300, 300), (100, 129, 129), (128, 256, 1024),
+                                   (1, 1, 1), (4, 8, 385)])
+def test_block_scales_in_16_byte_runs(M, N, K):
+    """block_scales_16 gives sa as K / 128 rows of M and sb as N / 128 rows of K / 128 (rounded up), each row a
+    multiple of 4 floats from a 16-byte aligned start, holding the caller's values; scales already so are used as
+    they are, others are copied, and refresh() copies them again (a prepared call re-runs on changed scales)."""
+    kb, nb = fp8.blocks(K), fp8.blocks(N)
+    sa = fp8.column_major(torch.rand(M, kb) + 0.5)
+    sb = fp8.column_major(torch.rand(kb, nb) + 0.5)
+    p = _call("cuda:16_fp8-block", M=M, N=N, K=K, scale_a=sa, scale_b=sb)
+    ra, rb, refresh = fp8.block_scales_16(p)
+    for r, src, rows, cols in ((ra, sa.t(), kb, M), (rb, sb.t(), nb, kb)):
+        assert r.shape[0] == rows and r.data_ptr() % 16 == 0 and r.stride(1) == 1
+        assert rows == 1 or r.stride(0) % 4 == 0
+        assert (r.data_ptr() == src.data_ptr()) == (cols % 4 == 0), "copied exactly when a row is no whole run"
+        refresh()
+        assert torch.equal(r[:, :cols], src)
+        src.mul_(2.0)
+        refresh()
+        assert torch.equal(r[:, :cols], src), "refresh() must copy the scales' current values"
+        if r.shape[1] > cols:
+            assert not r[:, cols:].any(), "the padding reads as zeros"

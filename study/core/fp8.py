@@ -217,6 +217,28 @@ def k_major_16(p: ScaledProblem):
     return pairs[0][0], pairs[1][0], refresh
 
 
-__all__ = ["BLOCK", "E4M3", "E4M3_MAX", "SCALINGS", "ScaledProblem", "blocks", "column_major",
+def block_scales_16(p: ScaledProblem):
+    """(sa, sb, refresh) for a kernel that copies block scales in 16-byte runs: sa as KB rows of M and sb as NB
+    rows of KB, each row pitched to a multiple of 4 floats from a 16-byte aligned start (the canonical layouts,
+    read by rows: scale_a.t() and scale_b.t()).  Scales already so are themselves (refresh does nothing); others
+    are copied into zero-padded buffers allocated now, which refresh() fills again at the start of every run."""
+    copies, out = [], []
+    for t in (p.scale_a.t(), p.scale_b.t()):
+        rows, cols = t.shape
+        pitch = -(-cols // 4) * 4
+        if t.data_ptr() % 16 == 0 and cols == pitch and t.stride(1) == 1 and (rows == 1 or t.stride(0) == pitch):
+            out.append(t)
+        else:
+            buf = torch.zeros(rows, pitch, dtype=t.dtype, device=t.device)
+            copies.append((buf[:, :cols], t))
+            out.append(buf)
+
+    def refresh():
+        for dst, src in copies:
+            dst.copy_(src)
+    return out[0], out[1], refresh
+
+
+__all__ = ["BLOCK", "E4M3", "E4M3_MAX", "SCALINGS", "ScaledProblem", "block_scales_16", "blocks", "column_major",
            "dequantize", "k_major_16", "quantize_a", "quantize_b", "scale_shapes", "scales_for", "unit_scales",
            "validate_scaled"]

@@ -625,35 +625,23 @@ class CudaFp8Launch(CudaLaunch):
 
 
 @dataclass(frozen=True)
-class CudaFp8RunsLaunch(CudaFp8Launch):
-    """The block-scaled kernel whose TMA thread copies each chunk's scales into its ring slot as two 1D bulk
-    copies: the tile's rows of sa (pitch M) and 4 of sb's per-chunk values (pitch K / 128, rounded up).  A bulk
-    copy moves whole 16-byte runs between 16-byte aligned addresses, so a call takes this entry only where M and
-    the chunk count are multiples of 4 and both scale tensors are 16-byte aligned; any other call goes to
-    `fallback` (an entry that copies the scales 4 bytes at a time), or is refused before launch without one."""
-    fallback: CudaFp8Launch | None = None
-
-    @staticmethod
-    def runs(p) -> bool:
-        M, _, K = p.mnk
-        return (M % 4 == 0 and -(-K // 128) % 4 == 0 and p.scale_a.data_ptr() % 16 == 0
-                and p.scale_b.data_ptr() % 16 == 0)
-
-    def entries(self) -> tuple[str, ...]:
-        return (self.entry,) + (self.fallback.entries() if self.fallback else ())
-
-    def _other(self, name: str, p) -> CudaFp8Launch:
-        if self.fallback is None:
-            M, _, K = p.mnk
-            raise ValueError(f"{name}: copies the scales in 16-byte runs: M a multiple of 4 (got {M}), K / 128 "
-                             f"rounded up a multiple of 4 (got {-(-K // 128)}), 16-byte aligned scales")
-        return self.fallback
-
-    def plan(self, p, sms: int) -> tuple[str, ...]:
-        return (self.entry,) if self.runs(p) else self._other(self.entry, p).plan(p, sms)
+class CudaFp8BulkLaunch(CudaFp8Launch):
+    """A block-scaled kernel whose TMA thread copies each chunk's scales into its ring slot as two 1D bulk copies
+    (whole 16-byte runs between 16-byte aligned addresses): the tile's rows of sa and 4 of sb's per-chunk values.
+    The kernel reads sa as K / 128 rows of M and sb as N / 128 rows of K / 128 (rounded up), each row pitched to a
+    multiple of 4 floats; scales not so (M or the chunk count not a multiple of 4, or a misaligned start) are
+    copied into padded buffers by study.core.fp8.block_scales_16, refreshed at the start of every run."""
 
     def bind(self, name: str, p) -> Bound:
-        return super().bind(name, p) if self.runs(p) else self._other(name, p).bind(name, p)
+        import dataclasses
+        from study.core.fp8 import block_scales_16
+        sa, sb, refresh = block_scales_16(p)
+        bound = super().bind(name, dataclasses.replace(p, scale_a=sa, scale_b=sb))
+
+        def run():
+            refresh()
+            return bound.run(), sa, sb   # the padded scales live as long as the call
+        return Bound(run, bound.resources)
 
 
 SPLIT_K_PARAMS = ("M:int N:int K:int alpha:double A:ptr lda:i64 B:ptr ldb:i64 beta:double C:ptr ldc:i64 D:ptr ldd:i64 "
