@@ -32,15 +32,9 @@
 //              timed in the same sweep; tcacc: of cuBLAS with fast accumulation), 4096^3: fp8_tensor 1335.5
 //              (100.2%), fp8_row 1247.3 (96.7%), fp8_block 1136.5 (95.0%), fp8_tcacc 1420.8 (101.2%);
 //              8192x8192x4096: 1396.1 (97.5%), 1339.9 (98.5%), 1181.0 (91.0%), 1531.0 (104.6%); 8192^3: 1383.7
-//              (98.8%), 1384.0 (101.4%), 1137.9 (90.1%), 1492.5 (100.3%).  The streamed promotion against
-//              `serial`, timed side by side by study.probe at 4096^3: 1205 against 1064 TFLOP/s (cuBLAS 1305).
-//              study.probe at 4096^3, TFLOP/s: uniform roles and waits 1250.0 against the former code's 1204.1
-//              (variant `div`), groups of 8 tile-rows 1301.9 against groups of 16's 1238.5 (variant `g16`), the
-//              block form's staged scales 1123.2 against scales loaded by the consumers 1096.2 (variant `global`),
-//              with cuBLAS block at 1181.9.  The block form's gap to per-tensor is the staging of its scales, not
-//              their use: study.probe of 7645626 on an H100 at 4096^3, per-tensor staging the block form's scales
-//              and leaving them unused (variant `staged`) 1110.7 against 1298.8 TFLOP/s and block 1115.9, and the
-//              probe's per-tensor promoted by FFMA (`ffma`, on an H200) 1287.9 against 1304.7.
+//              (98.8%), 1384.0 (101.4%), 1137.9 (90.1%), 1492.5 (100.3%).  What each design choice bought,
+//              timed side by side by study.probe (the streamed promotion, uniform registers, groups of 8
+//              tile-rows, staged block scales, and where the block form's time goes): docs/16_fp8.md.
 // Ragged edges: TMA reads zeros past M, N and K (a ragged last chunk adds zeros); TMA stores clip at M and N,
 //              register stores are masked; a warpgroup's rows wholly past M store nothing.
 // Alignment:   tensor maps need 16-byte aligned A and Bt (the launcher re-pitches others, study.core.fp8.

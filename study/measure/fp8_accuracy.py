@@ -6,8 +6,9 @@ operands: the e4m3 values times their scales, so quantization is no part of the 
 accumulation and the output rounding add.  fp8_accuracy.csv, one row per (K, method).
 
 The inputs are uniform [0, 1): every product is positive, so the sums grow with K and nothing cancels.  That is
-where a truncating accumulator shows: the tensor core's fp8 accumulator keeps about 13 mantissa bits (the DeepSeek-V3
-report, section 3.3.2), each addition drops the low bits of the smaller term, and the loss has one sign, so the error
+where a truncating accumulator shows: the tensor core adds fp8 products with about 13-14 mantissa bits (about 14 in
+the DeepSeek-V3 report, section 3.3.2; 13, FP22, in SageAttention2's measurement), each addition drops the low bits
+of the smaller term, and the loss has one sign, so the error
 of an unpromoted sum grows with K.  D is bf16, whose rounding alone costs up to 2^-9 of each element; the
 FLOOR_METHOD row measures that error on the same inputs (the float64 reference rounded to bf16), so the report draws
 the floor the other rows cannot go below.  A form that promotes every 128 k

@@ -69,6 +69,7 @@ def figure(acc: pd.DataFrame) -> go.Figure | None:
 
 
 PROMOTED, UNPROMOTED = "fp8e4m3-tensor/fp32acc", "fp8e4m3-tensor/tcacc"
+BLOCK_PROMOTED = "fp8e4m3-block/fp32acc"
 LESSON_SIZE = 4096
 
 
@@ -78,29 +79,59 @@ def _at_lesson_size(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df["M"] == n) & (df["N"] == n) & (df["K"] == n) & df["passed"].astype(bool)]
 
 
-def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
-    """(backend, promoted TFLOP/s, unpromoted TFLOP/s) of the per-tensor forms at LESSON_SIZE^3, passing rows."""
+def _pairs(df: pd.DataFrame, first: str, second: str) -> list[tuple[str, float, float]]:
+    """(backend, TFLOP/s of precision `first`, TFLOP/s of precision `second`) at LESSON_SIZE^3, passing rows, for
+    each backend (cuBLASLt last) that has both."""
     at = _at_lesson_size(df)
     out = []
     for backend in (*interactive.BACKEND_NAMES, "cublas"):
         g = at[at["backend"] == backend]
-        pro, unp = g[g["precision"] == PROMOTED]["tflops"], g[g["precision"] == UNPROMOTED]["tflops"]
-        if len(pro) and len(unp):
-            out.append((backend, float(pro.iloc[0]), float(unp.iloc[0])))
+        x, y = g[g["precision"] == first]["tflops"], g[g["precision"] == second]["tflops"]
+        if len(x) and len(y):
+            out.append((backend, float(x.iloc[0]), float(y.iloc[0])))
     return out
+
+
+def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
+    """(backend, promoted TFLOP/s, unpromoted TFLOP/s) of the per-tensor forms at LESSON_SIZE^3, passing rows."""
+    return _pairs(df, PROMOTED, UNPROMOTED)
 
 
 def _over_bf16(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     """(backend, fp8 per-tensor promoted TFLOP/s, bf16 TFLOP/s of the main form of the stage fp8 builds on (the
     Hopper rung), or cuBLAS's bf16 GEMM) at LESSON_SIZE^3, passing rows: what fp8 buys over 16-bit operands."""
+    return [(b, float(f["tflops"]), float(h["tflops"])) for b, f, h in _fp8_and_bf16_rows(df)]
+
+
+def _fp8_and_bf16_rows(df: pd.DataFrame) -> list[tuple[str, pd.Series, pd.Series]]:
+    """(backend, its fp8 per-tensor promoted row, its bf16 row) at LESSON_SIZE^3, as _over_bf16 pairs them."""
     at, rung = _at_lesson_size(df), stages.stage(stages.stage(NUMBER).builds_on).key
     out = []
-    for backend, fp8, _ in _speed(df):
+    for backend in (*interactive.BACKEND_NAMES, "cublas"):
+        fp8 = at[(at["backend"] == backend) & (at["precision"] == PROMOTED)]
         name = "cublas" if backend == "cublas" else f"{backend}:{rung}"
-        bf16 = at[(at["impl"] == name) & (at["dtype"] == "bf16")]["tflops"]
-        if len(bf16):
-            out.append((backend, fp8, float(bf16.iloc[0])))
-    return out
+        bf16 = at[(at["impl"] == name) & (at["dtype"] == "bf16")]
+        if len(fp8) and len(bf16) and len(_speed(df)):
+            out.append((backend, fp8.iloc[0], bf16.iloc[0]))
+    return [o for o in out if o[0] in {b for b, _, _ in _speed(df)}]
+
+
+def _two_runs(rows: list[tuple[str, pd.Series, pd.Series]]) -> str:
+    """A clause naming the runs when the fp8 and bf16 rows paired come from different commits or cards, else ''."""
+    def runs(i):
+        return {(str(r[i].get("commit", "")), str(r[i].get("gpu_uuid", ""))) for r in rows}
+    fp8, bf16 = runs(1), runs(2)
+    if fp8 == bf16:
+        return ""
+    other_card = {u for _, u in fp8} != {u for _, u in bf16}
+    return (f"; the bf16 rows from another sweep, commit {', '.join(sorted({c for c, _ in bf16}))}"
+            + (", on another card of the same model" if other_card else ""))
+
+
+def _block_cost(df: pd.DataFrame) -> list[tuple[str, float, float]]:
+    """(backend, block-scaled promoted TFLOP/s, per-tensor promoted TFLOP/s) at LESSON_SIZE^3, passing rows: what
+    block scales cost each backend's promoted form (cuBLASLt: its block mode against its per-tensor one)."""
+    return _pairs(df, BLOCK_PROMOTED, PROMOTED)
 
 
 def _largest_k(acc: pd.DataFrame):
@@ -114,19 +145,21 @@ def _largest_k(acc: pd.DataFrame):
             at[(at["precision"] == UNPROMOTED) & ~ours]["relerr"], at[at["method"] == FLOOR_METHOD]["relerr"])
 
 
-def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
-    """The stage's lesson in one paragraph, from the results (df) and fp8_accuracy.csv (acc): what fp8 buys over
+def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> list[str] | None:
+    """The stage's lesson as a few points, from the results (df) and fp8_accuracy.csv (acc): what fp8 buys over
     bf16 on the Hopper rung, what promotion costs in speed (per-tensor promoted against unpromoted, each backend,
-    at LESSON_SIZE^3) and buys in accuracy (the error at the largest K)."""
-    speed, over = _speed(df), _over_bf16(df)
+    at LESSON_SIZE^3), what block scales cost (block against per-tensor), and what promotion buys in accuracy
+    (the error at the largest K)."""
+    speed, over, block = _speed(df), _over_bf16(df), _block_cost(df)
     parts = []
     if over:
         pairs = ", ".join(f"{fmt_num(p)} against {fmt_num(h)} TFLOP/s "
                           f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {p / h:.2f}x)" for b, p, h in over)
         parts.append(f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
                      f"promoted form runs at {pairs} against bf16 (stage {stages.stage(NUMBER).builds_on}'s main "
-                     "form; for cuBLASLt, cuBLAS's bf16 GEMM). Its error is set by the fp8 quantization, which the "
-                     "caller chooses: every form is judged against float64 of its dequantized operands.")
+                     f"form; for cuBLASLt, cuBLAS's bf16 GEMM{_two_runs(_fp8_and_bf16_rows(df))}). Every form is "
+                     "judged against float64 of its dequantized operands, so the errors shown leave out the "
+                     "rounding of the inputs to fp8, which the caller's quantization decides.")
     if speed:
         parts.append("Promotion adds the tensor core's partial sum into fp32 registers every 128 k (fp32acc); "
                      "without it (tcacc) the whole K is summed inside the tensor core. "
@@ -135,15 +168,23 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> str | None:
                                  f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {100 * (1 - p / u):.0f}% slower)"
                                  for b, p, u in speed)
                      + "; our unpromoted forms also run larger tiles (128x256 against 128x128).")
+    if block:
+        parts.append("Block scales (1x128 of A, 128x128 of B, applied at each promotion) cost speed against "
+                     "per-tensor ones: at "
+                     f"{LESSON_SIZE}³ the block-scaled promoted form runs at "
+                     + ", ".join(f"{fmt_num(k)} against {fmt_num(t)} TFLOP/s per-tensor "
+                                 f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {100 * (1 - k / t):.0f}% slower)"
+                                 for b, k, t in block) + ".")
     if acc is not None:
         k, pro, unp, fast, floor = _largest_k(acc)
         if len(pro) and len(unp):
             parts.append(f"It buys accuracy: at K = {fmt_num(k)} on all-positive inputs the promoted forms' error "
                          f"stays at {_e(pro.max())}"
-                         + (f", at the bf16 floor ({_e(floor.min())})" if len(floor) else "")
+                         + (f", within {100 * (pro.max() / floor.min() - 1):.0f}% of the bf16 floor "
+                            f"({_e(floor.min())}: the float64 product rounded to bf16)" if len(floor) else "")
                          + f", while the unpromoted forms' grows to {_e(unp.max())}"
                          + (f" (cuBLASLt's fast accumulation: {_e(fast.max())})" if len(fast) else "") + ".")
-    return " ".join(parts) or None
+    return parts or None
 
 
 def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str, str]]:
@@ -154,11 +195,12 @@ def findings(df: pd.DataFrame, report_dir: Path, n: int) -> list[tuple[str, str,
         return []
     text = (f"At {LESSON_SIZE}³ promotion into fp32 every 128 k costs the per-tensor forms "
             + ", ".join(f"{100 * (1 - p / u):.0f}% ({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')})"
-                        for b, p, u in speed) + " of their unpromoted speed")
+                        for b, p, u in speed) + " of unpromoted speed (our tiles: 128x128 against 128x256)")
     if acc is not None:
         k, pro, unp, _, _ = _largest_k(acc)
         if len(pro) and len(unp):
-            text += f"; at K = {fmt_num(k)} it holds the error at {_e(pro.max())}, against {_e(unp.max())} unpromoted"
+            text += (f"; at K = {fmt_num(k)} (all-positive inputs) it holds the error at {_e(pro.max())}, against "
+                     f"{_e(unp.max())} unpromoted")
     return [("fp8: what promotion costs and buys", text + ".", "fp8")]
 
 
