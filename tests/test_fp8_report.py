@@ -170,3 +170,27 @@ def test_the_fp8_ceiling_carries_the_datasheet_figure():
     for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
         assert ceilings.datasheet(gpu)["fp8_tc_tflops"] == 1979
     assert ceilings.datasheet("NVIDIA H100 PCIe")["fp8_tc_tflops"] == 1513
+
+
+def test_the_fp8_lesson_names_its_runs_and_what_block_scales_cost():
+    """The lesson's points come from the rows: fp8 over bf16 names the other sweep when the bf16 rows come from
+    one (another commit, another card), and block scaling's cost is each backend's block row against its own
+    per-tensor row at 4096^3, with the percentage those two rows give."""
+    from study.present import fp8
+    df, _ = load_results(REPO / "reports" / "h100" / "results.csv")
+    df = df[df["passed"].astype(bool)]
+    points = fp8.lesson(df, None)
+    assert points and len(points) >= 3
+    text = " ".join(points)
+    pairs = fp8._fp8_and_bf16_rows(df)
+    assert pairs, "the committed H100 rows pair fp8 with bf16"
+    other = {str(b["commit"]) for _, _, b in pairs} != {str(f["commit"]) for _, f, _ in pairs}
+    assert ("another sweep" in text) == other
+    for backend, blk, ten in fp8._block_cost(df):
+        at = df[(df["M"] == 4096) & (df["N"] == 4096) & (df["K"] == 4096) & (df["backend"] == backend)]
+        want = at[at["precision"] == "fp8e4m3-block/fp32acc"]["tflops"].iloc[0]
+        assert blk == want and f"{100 * (1 - blk / ten):.0f}% slower" in text
+    # A synthetic pair on one commit and card: no such clause.
+    same = df.copy()
+    same["commit"], same["gpu_uuid"] = "x", "y"
+    assert "another sweep" not in " ".join(fp8.lesson(same, None))
