@@ -132,7 +132,7 @@ def _summary(d: Path, df: pd.DataFrame) -> dict:
             "gpu": _gpu(df, load_json(d / "environment.json"), None),
             "commits": ", ".join(sorted(set(df["commit"]))) if "commit" in df else "",
             "dates": f"{dates[0]} to {dates[-1]}" if dates and dates[0] != dates[-1] else (dates[0] if dates else ""),
-            "profile": _profile_coverage(d / "profile.csv"), "missing": 0}
+            "profile": _profile_coverage(d / "profile.csv"), "missing": 0, "missing_stages": ""}
 
 
 def _profile_coverage(path: Path) -> str:
@@ -156,9 +156,12 @@ def render_landing(root: Path) -> Path:
         gpus.append(summary)
         frames[summary["gpu"] or d.name] = df
         if gpus[0] is not summary:      # measured there but not here: an incomplete sweep says so on the landing page
-            summary["missing"] = len(primary_keys - set(map(call_key, df.to_dict("records"))))
+            missing = primary_keys - set(map(call_key, df.to_dict("records")))
+            summary["missing"] = len(missing)
+            summary["missing_stages"] = ", ".join(sorted({primary_stage[k] for k in missing}))
         if primary is None:
             primary_keys = set(map(call_key, df.to_dict("records")))
+            primary_stage = {call_key(r): str(r["stage"]) for r in df.to_dict("records")}
             env = load_json(d / "environment.json") or {}
             ladder.png(df, root / LADDER_PNG)
             top = env.get("sm_clock_max_mhz")
