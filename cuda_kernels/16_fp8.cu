@@ -68,6 +68,7 @@ struct Shape {
     int bufs = 2;
     int stream = 0;   // promoted: 1 issues chunk k + 1 before chunk k is promoted (a second partial); 2 also the
                       // next tile's first chunk before the epilogue
+    int tma_only = 0;        // 1: only the TMA-store epilogue compiled (CudaFp8TmaOnlyLaunch refuses other calls)
     int staged_scales = 0;   // BLOCK, streamed: 1 has a producer warp copy each chunk's scales into its ring slot,
                              // read after the chunk's wgmmas are issued; 2 read before them; 3 copied by the TMA
                              // thread with two 1D bulk copies (the scales' rows pitched to multiples of 4 floats:
@@ -89,6 +90,7 @@ struct Cfg {
     static constexpr bool PROMOTE = MODE != TCACC;
     static constexpr int BN = S.bn, STAGES = S.stages, CLUSTER = S.cluster, BUFS = S.bufs, CONSUMERS = 2;
     static constexpr int STREAM = S.stream;
+    static constexpr bool TMA_ONLY = S.tma_only;
     static_assert(!STREAM || (PROMOTE && BN == 128), "a sum and two partials: 3 x 64 registers a thread");
     static_assert(AHEAD == 1 || (AHEAD == 2 && MODE == BLOCK && STREAM), "scales two chunks ahead: streamed BLOCK");
     // STAGED: a slot also holds its chunk's scales, sa of the tile's BM rows and sb of its n-block, copied by the
@@ -411,7 +413,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     fr[1] = alpha * sa[min(row0 + (lane >> 2) + 8, M - 1)];
                 }
                 constexpr bool COLS = C::MODE == ROW;
-                if (store == 2) {
+                if (C::TMA_ONLY || store == 2) {
                     const int wg_row0 = m0 + 64 * c;
                     if (__all_sync(~0u, wg_row0 >= M)) return;
                     const uint32_t bufs = pieces + c * C::BUFS * C::PIECE_BYTES;
@@ -423,19 +425,21 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                                                        1 + c, M, N, beta, Cm, ldc);
                     return;
                 }
-                if (__all_sync(~0u, row0 >= M)) return;
-                auto from_regs = [&](auto pair, auto has_c) {
-                    store_tile<decltype(pair)::value, decltype(has_c)::value, COLS>(acc, fr, sb, row0, n0, lane, M, N,
-                                                                                    beta, Cm, ldc, D, ldd);
-                };
-                using yes = std::true_type;
-                using no = std::false_type;
-                if (store == 1) {
-                    if (beta != 0.f) from_regs(yes{}, yes{});
-                    else from_regs(yes{}, no{});
-                } else {
-                    if (beta != 0.f) from_regs(no{}, yes{});
-                    else from_regs(no{}, no{});
+                if constexpr (!C::TMA_ONLY) {
+                    if (__all_sync(~0u, row0 >= M)) return;
+                    auto from_regs = [&](auto pair, auto has_c) {
+                        store_tile<decltype(pair)::value, decltype(has_c)::value, COLS>(acc, fr, sb, row0, n0, lane, M,
+                                                                                        N, beta, Cm, ldc, D, ldd);
+                    };
+                    using yes = std::true_type;
+                    using no = std::false_type;
+                    if (store == 1) {
+                        if (beta != 0.f) from_regs(yes{}, yes{});
+                        else from_regs(yes{}, no{});
+                    } else {
+                        if (beta != 0.f) from_regs(no{}, yes{});
+                        else from_regs(no{}, no{});
+                    }
                 }
             };
             Work<C> w(M, N, K);
@@ -691,6 +695,10 @@ FP8_ENTRY(x16_tensor_stnoarr, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 3)
 // registers): no second producer warp, no cp.async.  The scales' rows pitched to 16 bytes (CudaFp8BulkLaunch).
 constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
 FP8_ENTRY(x16_block_bulk, STAGED_BULK, BLOCK, )
+// The registered per-tensor kernel with the TMA-store epilogue only (no register-store paths: 5,512 SASS
+// instructions against fp8_tensor's 14,272), to see whether the kernel's size costs instruction fetches.
+constexpr Shape PROMOTED_TMA_ONLY{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1, .tma_only = 1};
+FP8_ENTRY(x16_tensor_tmaonly, PROMOTED_TMA_ONLY, TENSOR, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
 constexpr Shape STREAMED_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2, .stream = 1};
 FP8_ENTRY(x16_tensor_stc2, STREAMED_PAIRS, TENSOR, PAIRS_OF_2)

@@ -25,9 +25,10 @@ from study.core.contract import validate
 from study.core.fp8 import validate_scaled
 from study.core.paths import BENCH_DIR, CUDA_DIR, ROOT, TRITON_DIR, source_closure
 from study.core.stages import STAGES, Stage, stage
-from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8BulkLaunch, CudaFp8Launch, CudaLaunch,
-                                    CudaModelDispatch, CudaPresplitLaunch, CudaSplitKLaunch, CudaSplitTmaLaunch,
-                                    CudaTmaLaunch, CudaTypedLaunch, TorchLaunch, TritonLaunch)
+from study.launch.launchers import (CudaBatchedLaunch, CudaDispatch, CudaFp8BulkLaunch, CudaFp8Launch,
+                                    CudaFp8TmaOnlyLaunch, CudaLaunch, CudaModelDispatch, CudaPresplitLaunch,
+                                    CudaSplitKLaunch, CudaSplitTmaLaunch, CudaTmaLaunch, CudaTypedLaunch, TorchLaunch,
+                                    TritonLaunch)
 
 # Input dtype -> what the arithmetic is.  "fp32" means IEEE fp32 FMA: never TF32 under another name.
 FP32 = {"fp32": "fp32"}
@@ -478,8 +479,9 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     # Stage 16: under FP8_EXPLORE, 128x192 tiles (5 slots and one D buffer a consumer, or 4 and two), 128x128 with
     # one D buffer, clusters of 2 along M multicasting B; the registered kernels with register stores only, with
     # (div) roles and ring waits that ptxas cannot prove warp-uniform, in groups of 16, 4, 6 or 12 tile-rows, the
-    # registered kernel on one block per SM (nobal); block scales loaded from global memory by the consumers two
-    # chunks ahead (global) or one (ahead1), staged with 5 slots and two D buffers a consumer (staged5), read before
+    # registered kernel on one block per SM (nobal), with the TMA-store epilogue only (tmaonly); block scales
+    # loaded from global memory by the consumers two chunks ahead (global) or one (ahead1), staged with 5 slots and
+    # two D buffers a consumer (staged5), read before
     # the chunk's wgmmas (early), or copied by the TMA thread (bulk); diagnostics of the block form's cost on the
     # per-tensor form: its FFMA promotion (ffma), its staging (staged; read early: stearly; with no arrivals on the
     # full barrier, unread: stnoarr).
@@ -501,6 +503,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "stearly": _fp8("x16_tensor_stearly", 128, defines=("FP8_EXPLORE",)),
                     "stnoarr": _fp8("x16_tensor_stnoarr", 128, defines=("FP8_EXPLORE",)),
                     "nobal": _fp8("fp8_tensor", 128, balance=False),
+                    "tmaonly": _fp8("x16_tensor_tmaonly", 128, CudaFp8TmaOnlyLaunch, defines=("FP8_EXPLORE",)),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
     "cuda:16_fp8-row": {"n192": _fp8("x16_row_n192", 192, defines=("FP8_EXPLORE",)),

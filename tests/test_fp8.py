@@ -98,3 +98,18 @@ def test_block_scales_in_16_byte_runs(M, N, K):
         assert torch.equal(r[:, :cols], src), "refresh() must copy the scales' current values"
         if r.shape[1] > cols:
             assert not r[:, cols:].any(), "the padding reads as zeros"
+
+
+def test_tma_only_variant_refuses_a_d_its_stores_cannot_take():
+    """The per-tensor variant `tmaonly` is compiled with the TMA-store epilogue alone: a D whose start or pitch is
+    not 16-byte aligned is refused before launch (it would otherwise be left unwritten)."""
+    from study import registry
+    impl = study.get("cuda:16_fp8")
+    M, N, K = 64, 72, 256
+    a, b = torch.zeros(M, K).to(fp8.E4M3), torch.zeros(N, K).to(fp8.E4M3).t()
+    sa, sb = fp8.unit_scales("tensor", M, N, K)
+    odd = torch.empty(M * (N + 2) + 1, dtype=torch.bfloat16)[1:].view(M, N + 2)[:, :N]   # 2-byte offset
+    p = fp8.validate_scaled("cuda:16_fp8", "tensor", impl.dtypes, impl.out_dtypes, a, b, None, 1.0, 0.0, odd, sa, sb,
+                            allow_cpu=True)
+    with pytest.raises(ValueError, match=r"TMA stores of D only"):
+        registry.VARIANTS["cuda:16_fp8"]["tmaonly"].bind("cuda:16_fp8/tmaonly", p)

@@ -644,6 +644,20 @@ class CudaFp8BulkLaunch(CudaFp8Launch):
         return Bound(run, bound.resources)
 
 
+@dataclass(frozen=True)
+class CudaFp8TmaOnlyLaunch(CudaFp8Launch):
+    """A tuning variant compiled with the TMA-store epilogue only: a call whose D (or C) the TMA-store path cannot
+    take (D not 16-byte aligned in start and pitch, or C not readable as column pairs) is refused before launch."""
+
+    def bind(self, name: str, p) -> Bound:
+        d = p.out
+        M = p.mnk[0]
+        if not (_pairs_ok(d) and (p.c is None or _pairs_ok(p.c)) and d.data_ptr() % 16 == 0
+                and (M == 1 or d.stride(0) * 2 % 16 == 0)):
+            raise ValueError(f"{name}: compiled with TMA stores of D only: D needs a 16-byte aligned start and pitch")
+        return super().bind(name, p)
+
+
 SPLIT_K_PARAMS = ("M:int N:int K:int alpha:double A:ptr lda:i64 B:ptr ldb:i64 beta:double C:ptr ldc:i64 D:ptr ldd:i64 "
                   "a_col:int b_col:int ws:ptr counters:ptr map_w:tmap map_x:tmap")
 
