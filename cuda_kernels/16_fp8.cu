@@ -94,7 +94,8 @@ struct Cfg {
     static_assert(!STREAM || (PROMOTE && BN == 128), "a sum and two partials: 3 x 64 registers a thread");
     static_assert(AHEAD == 1 || (AHEAD == 2 && MODE == BLOCK && STREAM), "scales two chunks ahead: streamed BLOCK");
     // STAGED: a slot also holds its chunk's scales, sa of the tile's BM rows and sb of its n-block, copied by the
-    // producer's second warp (cp.async); the full barrier then waits for its 32 lanes as well as the TMA bytes.
+    // producer's second warp (cp.async; the full barrier then waits for its 32 lanes as well as the TMA bytes), or
+    // with BULK by the TMA thread (their bytes counted with the operands').
     static constexpr bool STAGED = S.staged_scales;
     static constexpr bool EARLY = S.staged_scales == 2;   // a chunk's staged scales read before its wgmmas
     static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: the tile's sa rows, 4 of sb

@@ -13,7 +13,7 @@ it, `resources()` says what the kernel it launches uses.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -633,10 +633,9 @@ class CudaFp8BulkLaunch(CudaFp8Launch):
     copied into padded buffers by study.core.fp8.block_scales_16, refreshed at the start of every run."""
 
     def bind(self, name: str, p) -> Bound:
-        import dataclasses
         from study.core.fp8 import block_scales_16
         sa, sb, refresh = block_scales_16(p)
-        bound = super().bind(name, dataclasses.replace(p, scale_a=sa, scale_b=sb))
+        bound = super().bind(name, replace(p, scale_a=sa, scale_b=sb))
 
         def run():
             refresh()

@@ -97,23 +97,19 @@ def _speed(df: pd.DataFrame) -> list[tuple[str, float, float]]:
     return _pairs(df, PROMOTED, UNPROMOTED)
 
 
-def _over_bf16(df: pd.DataFrame) -> list[tuple[str, float, float]]:
-    """(backend, fp8 per-tensor promoted TFLOP/s, bf16 TFLOP/s of the main form of the stage fp8 builds on (the
-    Hopper rung), or cuBLAS's bf16 GEMM) at LESSON_SIZE^3, passing rows: what fp8 buys over 16-bit operands."""
-    return [(b, float(f["tflops"]), float(h["tflops"])) for b, f, h in _fp8_and_bf16_rows(df)]
-
-
 def _fp8_and_bf16_rows(df: pd.DataFrame) -> list[tuple[str, pd.Series, pd.Series]]:
-    """(backend, its fp8 per-tensor promoted row, its bf16 row) at LESSON_SIZE^3, as _over_bf16 pairs them."""
+    """(backend, its fp8 per-tensor promoted row, its bf16 row: the main form of the stage fp8 builds on (the
+    Hopper rung), or cuBLAS's bf16 GEMM) at LESSON_SIZE^3, passing rows, for each backend with both per-tensor
+    forms (_speed): what fp8 buys over 16-bit operands."""
     at, rung = _at_lesson_size(df), stages.stage(stages.stage(NUMBER).builds_on).key
     out = []
-    for backend in (*interactive.BACKEND_NAMES, "cublas"):
+    for backend, _, _ in _speed(df):
         fp8 = at[(at["backend"] == backend) & (at["precision"] == PROMOTED)]
         name = "cublas" if backend == "cublas" else f"{backend}:{rung}"
         bf16 = at[(at["impl"] == name) & (at["dtype"] == "bf16")]
-        if len(fp8) and len(bf16) and len(_speed(df)):
+        if len(bf16):
             out.append((backend, fp8.iloc[0], bf16.iloc[0]))
-    return [o for o in out if o[0] in {b for b, _, _ in _speed(df)}]
+    return out
 
 
 def _two_runs(rows: list[tuple[str, pd.Series, pd.Series]]) -> str:
@@ -150,14 +146,15 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> list[str] | None:
     bf16 on the Hopper rung, what promotion costs in speed (per-tensor promoted against unpromoted, each backend,
     at LESSON_SIZE^3), what block scales cost (block against per-tensor), and what promotion buys in accuracy
     (the error at the largest K)."""
-    speed, over, block = _speed(df), _over_bf16(df), _block_cost(df)
+    speed, rows, block = _speed(df), _fp8_and_bf16_rows(df), _block_cost(df)
+    over = [(b, float(f["tflops"]), float(h["tflops"])) for b, f, h in rows]
     parts = []
     if over:
         pairs = ", ".join(f"{fmt_num(p)} against {fmt_num(h)} TFLOP/s "
                           f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {p / h:.2f}x)" for b, p, h in over)
         parts.append(f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
                      f"promoted form runs at {pairs} against bf16 (stage {stages.stage(NUMBER).builds_on}'s main "
-                     f"form; for cuBLASLt, cuBLAS's bf16 GEMM{_two_runs(_fp8_and_bf16_rows(df))}). Every form is "
+                     f"form; for cuBLASLt, cuBLAS's bf16 GEMM{_two_runs(rows)}). Every form is "
                      "judged against float64 of its dequantized operands, so the errors shown leave out the "
                      "rounding of the inputs to fp8, which the caller's quantization decides.")
     if speed:
