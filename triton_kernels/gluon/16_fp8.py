@@ -64,6 +64,9 @@ MAXNREG, LOADER_REGS, CONSUMER_REGS = 168, 40, 232
 _SMEM_8 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
 _SMEM_16 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 _SMEM_32 = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)   # staged scales: rows as they are
+# A slot's 4 values of sb sit 128 bytes from the next slot's: TMA writes shared memory at 128-byte-aligned
+# addresses (16-byte slots failed with a misaligned address from the second slot on, H100).
+_SB_PITCH = 8
 
 
 @gluon.constexpr_function
@@ -177,7 +180,8 @@ def _loader(p):
             tma.async_copy_global_to_shared(p.b_desc, [col0, kt * BK], bar, p.b_ring.index(s))
             if p.STAGED:   # the chunk's scales: sa[kt, row0 ..] and 4 of sb[nb, ..] from kt rounded down to 4
                 tma.async_copy_global_to_shared(p.sa_desc, [kt, row0], bar, p.sa_ring.index(s))
-                tma.async_copy_global_to_shared(p.sb_desc, [col0 // 128, kt // 4 * 4], bar, p.sb_ring.index(s))
+                tma.async_copy_global_to_shared(p.sb_desc, [col0 // 128, kt // 4 * 4], bar,
+                                                p.sb_ring.index(s * _SB_PITCH))
             n += 1
 
 
@@ -234,7 +238,7 @@ def _staged_scales(p, WG: gl.constexpr, s, kt):
     flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # a stage's row, once indexed
     sa = p.sa_ring._reinterpret(gl.float32, [STAGES, BM], flat).index(s).slice(WG * (BM // 2), BM // 2)
     four: gl.constexpr = gl.BlockedLayout([4], [32], [gl.num_warps()], [0])
-    sb = p.sb_ring._reinterpret(gl.float32, [STAGES, 4], flat).index(s).load(four)
+    sb = p.sb_ring._reinterpret(gl.float32, [STAGES * _SB_PITCH, 4], flat).index(s * _SB_PITCH).load(four)
     pick = gl.arange(0, 4, layout=four) == kt % 4
     return sa.load(rows_layout) * gl.sum(gl.where(pick, sb, 0.0), axis=0)
 
@@ -385,7 +389,8 @@ def fp8_kernel(a_desc, b_desc, c_desc, d_desc, sa_desc, sb_desc, C, D, SA, SB, M
         c_bufs = a_ring
     if STAGED:   # a chunk's scales beside its operands: sa of the tile's rows, 4 of sb
         sa_ring = gl.allocate_shared_memory(gl.float32, [STAGES] + sa_desc.block_type.shape, sa_desc.layout)
-        sb_ring = gl.allocate_shared_memory(gl.float32, [STAGES] + sb_desc.block_type.shape, sb_desc.layout)
+        sb_ring = gl.allocate_shared_memory(gl.float32, [STAGES * _SB_PITCH] + sb_desc.block_type.shape,
+                                            sb_desc.layout)
     else:
         sa_ring = a_ring   # never touched
         sb_ring = a_ring
