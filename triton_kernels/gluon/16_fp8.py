@@ -66,7 +66,7 @@ _SMEM_16 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, ran
 _SMEM_32 = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)   # staged scales: rows as they are
 # A slot's 4 values of sb sit 128 bytes from the next slot's: TMA writes shared memory at 128-byte-aligned
 # addresses (16-byte slots failed with a misaligned address from the second slot on, H100).
-_SB_PITCH = 8
+_SB_PITCH = gl.constexpr(8)
 
 
 @gluon.constexpr_function
