@@ -156,12 +156,11 @@ def render_landing(root: Path) -> Path:
         gpus.append(summary)
         frames[summary["gpu"] or d.name] = df
         if gpus[0] is not summary:      # measured there but not here: an incomplete sweep says so on the landing page
-            missing = primary_keys - set(map(call_key, df.to_dict("records")))
+            missing = primary_stage.keys() - set(map(call_key, df.to_dict("records")))
             summary["missing"] = len(missing)
             summary["missing_stages"] = ", ".join(sorted({primary_stage[k] for k in missing}))
         if primary is None:
-            primary_keys = set(map(call_key, df.to_dict("records")))
-            primary_stage = {call_key(r): str(r["stage"]) for r in df.to_dict("records")}
+            primary_stage = {call_key(r): str(r["stage"]) for r in df.to_dict("records")}   # its calls' stages
             env = load_json(d / "environment.json") or {}
             ladder.png(df, root / LADDER_PNG)
             top = env.get("sm_clock_max_mhz")
