@@ -8,11 +8,11 @@
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb]).  fp8_block's scales are staged: the producer's second warp cp.async-copies a chunk's
-//              into its ring slot, arriving on the slot's full barrier.  fp8_tcacc: the whole K in the wgmma
-//              accumulator (128x256 tiles, 4 slots).  Epilogue: alpha * scale * acc (+ beta * C), bf16 RN once;
-//              stmatrix into 128-byte-swizzled 64x64 pieces and TMA stores when D is 16-byte aligned, else
-//              register stores.
+//              sb[kb,nb]).  fp8_block's scales are staged: the TMA thread bulk-copies a chunk's into its ring
+//              slot beside its operands (their rows pitched to 16-byte runs by the launcher).  fp8_tcacc: the
+//              whole K in the wgmma accumulator (128x256 tiles, 4 slots).  Epilogue: alpha * scale * acc (+ beta
+//              * C), bf16 RN once; stmatrix into 128-byte-swizzled 64x64 pieces and TMA stores when D is 16-byte
+//              aligned, else register stores.
 // Reproduces:  no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors: DeepGEMM's
 //              README and the DeepSeek-V3 report (promotion of the tensor core's partial sums into fp32 every 128 k;
 //              128x128 block scales), triton-lang/triton PR #5461 (Triton's persistent TMA fp8 matmul).
@@ -73,6 +73,7 @@ struct Shape {
                              // read after the chunk's wgmmas are issued; 2 read before them; 3 copied by the TMA
                              // thread with two 1D bulk copies (the scales' rows pitched to multiples of 4 floats:
                              // CudaFp8BulkLaunch)
+    int arrivals = 0;   // 1: one arrival a consumer warpgroup frees a slot (CUTLASS's consumer_release), not one a warp
 };
 
 template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
@@ -99,6 +100,8 @@ struct Cfg {
     static constexpr bool STAGED = S.staged_scales;
     static constexpr bool EARLY = S.staged_scales == 2;   // a chunk's staged scales read before its wgmmas
     static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: the tile's sa rows, 4 of sb
+    static constexpr bool ARR1 = S.arrivals;   // the warpgroup's lead lane arrives; STAGED: after a named barrier
+    static_assert(!ARR1 || S.cluster == 1, "one arrival a warpgroup: one block a cluster");
     static_assert(PROBE == 0 || (MODE == TENSOR && STREAM && (PROBE >= 2) == STAGED), "diagnostics: per-tensor");
     static_assert(!STAGED || ((MODE == BLOCK || PROBE >= 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
                   "staged scales: streamed BLOCK, one block a cluster, a tile one n-block of B's scales");
@@ -297,7 +300,7 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
     if (tid == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             async_copy::mbar_init(&full[s], C::FULL_ARRIVALS);                  // expect_tx (+ 32 scale copies)
-            async_copy::mbar_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);   // a lane of each consumer warp
+            async_copy::mbar_init(&empty[s], (C::ARR1 ? 1 : 4) * C::CONSUMERS * C::CLUSTER);   // a lane a consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -390,6 +393,10 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
             auto release = [&](uint32_t s) {   // this warp's wgmmas on slot s are done: one arrival per block
                 if (C::CLUSTER > 1) {
                     if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
+                } else if constexpr (C::ARR1) {
+                    // A warp's wgmma wait covers the warpgroup's wgmmas, not its warps' reads of the staged scales.
+                    if constexpr (C::STAGED) asm volatile("bar.sync %0, 128;\n" :: "r"(1 + c) : "memory");
+                    if (warp == 0 && lane == 0) async_copy::mbar_arrive(&empty[s]);
                 } else if (lane == 0) {
                     async_copy::mbar_arrive(&empty[s]);
                 }
@@ -643,15 +650,20 @@ constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .strea
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
 // Block: the scales staged in the ring beside their chunk (a slot's 528 bytes leave room for one D buffer a
-// consumer): 217,280 bytes.
-constexpr Shape PROMOTED_STAGED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 1};
-FP8_ENTRY(fp8_block, PROMOTED_STAGED, BLOCK, )
+// consumer): 217,280 bytes.  The TMA thread copies them (cp.async.bulk, a k-tile a trip: no spill in its 40
+// registers), the scales' rows pitched to 16 bytes (CudaFp8BulkLaunch).
+constexpr Shape PROMOTED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
+FP8_ENTRY(fp8_block, PROMOTED_BULK, BLOCK, )
 // Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB, two D buffers a
 // consumer (stage 14's wgmma_tma).
 constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1, .bufs = 2};
 FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, , GROUP_M_TCACC)
 
 #ifdef FP8_EXPLORE
+// The block form's scales staged by the producer's second warp, 4 bytes a cp.async, its lanes arriving on the
+// slot's full barrier (the registered design until the bulk copies).
+constexpr Shape PROMOTED_STAGED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 1};
+FP8_ENTRY(x16_block_cp4, PROMOTED_STAGED, BLOCK, )
 // 128x192 promoted tiles (a partial and a sum, 96 registers each; 17% fewer operand bytes per output than
 // 128x128): 5 slots of 40 KiB and one D buffer a consumer, or 4 slots and two.
 constexpr Shape WIDE{.bn = 192, .stages = 5, .cluster = 1, .bufs = 1};
@@ -692,14 +704,17 @@ FP8_ENTRY(x16_block_early, STAGED_EARLY, BLOCK, )
 FP8_ENTRY(x16_tensor_stearly, STAGED_EARLY, TENSOR, , GROUP_M, true, 1, 2)
 // Per-tensor, its scales staged by the second producer warp with no arrivals on the full barrier, never read.
 FP8_ENTRY(x16_tensor_stnoarr, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 3)
-// Block scales copied into the slot by the TMA thread (cp.async.bulk, a k-tile a trip: no spill in its 40
-// registers): no second producer warp, no cp.async.  The scales' rows pitched to 16 bytes (CudaFp8BulkLaunch).
-constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
-FP8_ENTRY(x16_block_bulk, STAGED_BULK, BLOCK, )
 // The registered per-tensor kernel with the TMA-store epilogue only (no register-store paths: 5,512 SASS
 // instructions against fp8_tensor's 14,272), to see whether the kernel's size costs instruction fetches.
 constexpr Shape PROMOTED_TMA_ONLY{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1, .tma_only = 1};
 FP8_ENTRY(x16_tensor_tmaonly, PROMOTED_TMA_ONLY, TENSOR, )
+// One arrival a consumer warpgroup frees a slot (2 a slot, not 8), as CUTLASS's PipelineTmaAsync; the block form's
+// warps first meet at a named barrier (each has read the slot's scales).
+constexpr Shape PROMOTED_ARR1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1, .arrivals = 1};
+FP8_ENTRY(x16_tensor_arr1, PROMOTED_ARR1, TENSOR, )
+constexpr Shape BULK_ARR1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3,
+                          .arrivals = 1};
+FP8_ENTRY(x16_block_arr1, BULK_ARR1, BLOCK, )
 // Streamed, in clusters of 2 along M multicasting B (cuBLAS's 128x128 kernel here runs in pairs).
 constexpr Shape STREAMED_PAIRS{.bn = 128, .stages = 6, .cluster = 2, .bufs = 2, .stream = 1};
 FP8_ENTRY(x16_tensor_stc2, STREAMED_PAIRS, TENSOR, PAIRS_OF_2)
