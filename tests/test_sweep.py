@@ -97,6 +97,38 @@ def test_refresh_stale_drops_only_stale_rows(tmp_path):
     assert drop_stale(path) == 0
 
 
+def test_redo_drops_the_selection_and_its_baselines(tmp_path):
+    """--redo times a selection again side by side: drop_calls removes exactly the rows plan() measures for it,
+    its cuBLAS baselines included, at the sweep's alpha and beta, and no other row."""
+    import csv
+    import random
+
+    from study.measure import sweep
+    from study.measure.shard import row_key
+    path = tmp_path / "results.csv"
+    groups = list(sweep.plan(sweep.select("16", "cuda,cublas"), [(4096, 4096, 4096, "square")], ["fp8e4m3"]))
+    want = sweep.selected(groups, 1.0, 0.0)
+    assert {k[0] for k in want} >= {"cuda:16_fp8", "cuda:16_fp8-block", "cublas:fp8", "cublas:fp8-block"}
+    assert not {k[0] for k in want} & {"triton:16_fp8", "gluon:16_fp8", "cublas"}
+    template = dict.fromkeys(["impl", "dtype", "M", "N", "K", "alpha", "beta", "passed"])
+    rows = [dict(template, impl=name, dtype=dtype, M=M, N=N, K=K, alpha=a, beta=b, passed="True")
+            for name, dtype, M, N, K, a, b in sorted(want)]
+    others = [dict(r, M=8192, N=8192, K=8192) for r in rows[:3]] + [dict(rows[0], beta=0.5),
+                                                                     dict(rows[1], impl="triton:16_fp8"),
+                                                                     dict(rows[2], dtype="bf16")]
+    mixed = rows + others
+    random.shuffle(mixed)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, list(template))
+        w.writeheader()
+        w.writerows(mixed)
+    assert sweep.drop_calls(path, want) == len(rows)
+    with path.open(newline="") as f:
+        kept = list(csv.DictReader(f))
+    assert sorted(map(row_key, kept)) == sorted(map(row_key, others))
+    assert sweep.drop_calls(path, want) == 0
+
+
 def test_resumed_ceilings_measure_only_what_is_missing(monkeypatch):
     """A resumed sweep keeps the ceilings a report holds and measures only those it lacks (a ceiling added later,
     as fp8's was); a kept value is never re-measured or dropped."""

@@ -7,7 +7,7 @@
 #   STUDY_COMMIT is required: the device machine's copy of the tree may carry a stale .git (seen 2026-11-23:
 #   it named the session's first commit, so every record claimed the wrong one).  Write the sha into the
 #   command where the repo lives, e.g. STUDY_COMMIT=ba4f553, never $(git rev-parse ...) run over there.
-#   STUDY_STEPS="build test sanitize sweep idle accuracy profile ncu" selects steps (default: build test sweep
+#   STUDY_STEPS="build test sanitize sweep idle accuracy profile ncu probe" selects steps (default: build test sweep
 #   accuracy).  idle times the power-limited rows of reports/<gpu>/results.csv again with an idle gap before
 #   each call (python -m study.sweep --idle-timings).  accuracy writes reports/<gpu>/accuracy.csv and fig8.csv,
 #   sized for < 3 minutes on an H100; sanitize (study/measure/sanitize.py) records compute-sanitizer counts in the
@@ -15,7 +15,11 @@
 #   conflicts included; ncu profiles the fp32 ladder at 4096^3, with stall reasons, into reports/ladder/profile.csv.
 #   STUDY_ACCURACY_ARGS="--quick" passes arguments to python -m study.accuracy
 #   STUDY_SANITIZE_ARGS="--impls a,b" passes arguments to python -m study.sanitize (default: every CUDA kernel)
-#   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence (study/measure/evidence.py)
+#   STUDY_PROFILE_ARGS="--impls a,b" passes arguments to python -m study.profile (the others' rows stay)
+#   probe (last, before packing) runs python -m study.probe $STUDY_PROBE_ARGS (tuning variants beside cuBLAS) for
+#   at most STUDY_PROBE_TIMEOUT seconds (default 560), into logs/probe.log
+#   STUDY_STALE_ONLY=1 re-tests only implementations whose current key has no passing evidence
+#   (study/measure/evidence.py)
 #   STUDY_TEST_WORKERS=N runs the GPU tests in N pytest-xdist processes (default 8; Triton compiles in each)
 #   STUDY_TEST_FILTER=EXPR runs only the GPU tests pytest -k EXPR selects (their evidence records are rewritten)
 set -uo pipefail
@@ -25,7 +29,8 @@ export GEMM_STUDY_CACHE="${GEMM_STUDY_CACHE:-/tmp/gemm-study-cache}"
 # Autotuned Triton kernels keep the config they first pick, on disk: the tests, the sweep and the profile of one
 # call then run the same config.
 export TRITON_CACHE_AUTOTUNING=1
-OUT="${OUT:-/tmp/gemm-study-out}"; LOGS="$OUT/logs"; mkdir -p "$LOGS"   # $OUT brings back 8 files at most: logs go in one tarball
+# $OUT brings back 8 files at most: the logs go in one tarball
+OUT="${OUT:-/tmp/gemm-study-out}"; LOGS="$OUT/logs"; mkdir -p "$LOGS"
 STEPS="${STUDY_STEPS:-build test sweep accuracy}"
 SWEEP_ARGS=("$@"); [ ${#SWEEP_ARGS[@]} -eq 0 ] && SWEEP_ARGS=(--quick)
 status=0
@@ -38,8 +43,10 @@ export STUDY_COMMIT
 
 log "machine"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"
-GPU_DIR="reports/$(python3 -c 'import torch; from study.measure.sweep import gpu_slug; print(gpu_slug(torch.cuda.get_device_name()))')"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', \
+  torch.version.cuda)"
+GPU_DIR="reports/$(python3 -c 'import torch; from study.measure.sweep import gpu_slug
+print(gpu_slug(torch.cuda.get_device_name()))')"
 
 if [[ " $STEPS " == *" build "* ]]; then
   log "build (nvcc, sm_90a)"
@@ -84,7 +91,14 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
 fi
 if [[ " $STEPS " == *" profile "* ]]; then
   log "profile: ncu counters of every implementation and dtype at 4096^3 and one ragged shape"
-  timeout 560 python3 -m study.profile --out "$GPU_DIR" 2>&1 | tee "$LOGS/profile.log" || status=1
+  read -ra PROFILE_ARGS <<< "${STUDY_PROFILE_ARGS:-}"
+  timeout 560 python3 -m study.profile --out "$GPU_DIR" "${PROFILE_ARGS[@]}" 2>&1 | tee "$LOGS/profile.log" || status=1
+fi
+if [[ " $STEPS " == *" probe "* ]]; then
+  log "probe ${STUDY_PROBE_ARGS:-}"
+  read -ra PROBE_ARGS <<< "${STUDY_PROBE_ARGS:-}"
+  timeout "${STUDY_PROBE_TIMEOUT:-560}" python3 -m study.probe "${PROBE_ARGS[@]}" 2>&1 | grep -v '%|' \
+    | tee "$LOGS/probe.log" || status=1
 fi
 log "pack reports"
 tar czf "$OUT/reports.tgz" reports

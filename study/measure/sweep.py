@@ -6,6 +6,7 @@ environment.json, ceilings.json, plots, index.html.
     python -m study.sweep                         # the full ladder 128..8192 plus Llama 3 projection shapes
     python -m study.sweep --stages 03 --backends cuda,cublas --shapes 4096x4096x4096,8192x1024x8192
     python -m study.sweep --resume                # skip rows already in results.csv
+    python -m study.sweep --stages 16 --dtypes fp8e4m3 --redo   # time these rows and their baselines again
     python -m study.sweep --gpus all              # every GPU of the host, one torchrun rank each
     torchrun --nproc-per-node 4 -m study.sweep    # the same, started by hand (also --nnodes: study/measure/shard.py)
 
@@ -146,6 +147,10 @@ def main(argv: list[str] | None = None, render=None) -> int:
     ap.add_argument("--refresh-stale", action="store_true",
                     help="like --resume, but first drop the rows measured on code that has changed since (stale: "
                          "python -m study.evidence --stale), so that only those, and missing rows, are measured")
+    ap.add_argument("--redo", action="store_true",
+                    help="like --resume, but first drop every row this selection measures (its stages, backends, "
+                         "dtypes and shapes, and their cuBLAS baselines), so that they are measured again side by "
+                         "side; the file's other rows stay")
     ap.add_argument("--out", type=Path, default=None,
                     help="output directory (default: reports/<gpu>/, e.g. reports/h100/ on an H100)")
     ap.add_argument("--alpha", type=float, default=1.0, help="D = alpha A B + beta C (default: %(default)s)")
@@ -174,6 +179,8 @@ def main(argv: list[str] | None = None, render=None) -> int:
     impls = select(args.stages, args.backends)
     if args.gpus not in (None, "all") and not (args.gpus.isdigit() and int(args.gpus) > 0):
         ap.error(f"--gpus: {args.gpus!r} is neither 'all' nor a count of GPUs")
+    if args.redo and args.refresh_stale:
+        ap.error("--redo and --refresh-stale: choose one")
 
     import torch
     if not torch.cuda.is_available():
@@ -242,7 +249,7 @@ def main(argv: list[str] | None = None, render=None) -> int:
         path = args.out / "ceilings.json"
         if args.no_ceilings:
             return
-        if not ((args.resume or args.refresh_stale) and path.exists()):
+        if not ((args.resume or args.refresh_stale or args.redo) and path.exists()):
             print("measuring ceilings ...", flush=True)
             ceilings.write(path, ceilings.measure(device, runner.clock))
         else:   # kept, but for any ceiling it lacks and stage 15's probe of the code as it is now (seconds)
@@ -251,6 +258,7 @@ def main(argv: list[str] | None = None, render=None) -> int:
 
     keys = _warm(impls, device, w, store)     # what each row measured: a later change to the code makes the row stale
     groups = list(plan(impls, shapes, dtypes))
+    again = _refresh if args.refresh_stale else _redo(groups, args.alpha, args.beta) if args.redo else None
 
     def measure(impl, dtype, M, N, K, alpha, beta, shape_set, base):
         if w.rank == 0:
@@ -265,17 +273,17 @@ def main(argv: list[str] | None = None, render=None) -> int:
             def progress(done, total):
                 bar.n = done
                 bar.refresh()
-            measured = shard.run(groups, args.out, w, store, measure=measure, resume=args.resume or args.refresh_stale,
+            measured = shard.run(groups, args.out, w, store, measure=measure, resume=args.resume or again is not None,
                                  alpha=args.alpha, beta=args.beta, budget_ms=runner.budget_ms,
-                                 refresh=_refresh if args.refresh_stale else None, on_row=progress,
+                                 refresh=again, on_row=progress,
                                  first=measure_ceilings)
             dist.destroy_process_group()
             if w.rank != 0:
                 return 0
         else:
             measure_ceilings()
-            if args.refresh_stale:
-                _refresh(args.out / "results.csv")
+            if again is not None:
+                again(args.out / "results.csv")
                 args.resume = True
             results, measured = ResultsFile(args.out / "results.csv", args.resume), []
 
@@ -303,6 +311,30 @@ def main(argv: list[str] | None = None, render=None) -> int:
 
 def _refresh(path: Path):
     print(f"dropped {drop_stale(path)} stale rows; measuring them again", flush=True)
+
+
+def _redo(groups, alpha: float, beta: float):
+    """--redo's refresh(path): drop the rows of `groups` (plan()'s, baselines included) at alpha and beta."""
+    def refresh(path: Path):
+        print(f"dropped {drop_calls(path, selected(groups, alpha, beta))} rows of the selection; measuring them "
+              "again", flush=True)
+    return refresh
+
+
+def selected(groups, alpha: float, beta: float) -> set[tuple]:
+    """The row keys (shard.row_key) that plan()'s `groups` measure at alpha and beta."""
+    return {(impl.name, dtype, M, N, K, float(alpha), float(beta))
+            for M, N, K, _, dtype, ordered in groups for impl in ordered}
+
+
+def drop_calls(path: Path, keys: set[tuple]) -> int:
+    """Rewrite results.csv without the rows whose key is in `keys`; their count."""
+    if not Path(path).exists():
+        return 0
+    rows = shard.read_rows(Path(path))
+    kept = [r for r in rows if _key(r) not in keys]
+    shard.write_rows(Path(path), kept)
+    return len(rows) - len(kept)
 
 
 def _warm(impls, device, w: shard.World, store):
