@@ -73,7 +73,8 @@ struct Shape {
                              // read after the chunk's wgmmas are issued; 2 read before them; 3 copied by the TMA
                              // thread with two 1D bulk copies (the scales' rows pitched to multiples of 4 floats:
                              // CudaFp8BulkLaunch)
-    int arrivals = 0;   // 1: one arrival a consumer warpgroup frees a slot (CUTLASS's consumer_release), not one a warp
+    int arrivals = 0;   // 1: one arrival a consumer warpgroup frees a slot (CUTLASS's consumer_release), not one
+                        // a warp; 2: after a named barrier of the warpgroup's 4 warps (as the Gluon twin's SASS)
 };
 
 template <const Shape& S, Mode MODE_, int GROUP_ = GROUP_M, bool UNIFORM_ = true,
@@ -100,7 +101,8 @@ struct Cfg {
     static constexpr bool STAGED = S.staged_scales;
     static constexpr bool EARLY = S.staged_scales == 2;   // a chunk's staged scales read before its wgmmas
     static constexpr bool BULK = S.staged_scales == 3;    // copied by the TMA thread: the tile's sa rows, 4 of sb
-    static constexpr bool ARR1 = S.arrivals;   // the warpgroup's lead lane arrives; STAGED: after a named barrier
+    static constexpr int ARRIVALS = S.arrivals;
+    static constexpr bool ARR1 = ARRIVALS;   // the warpgroup's lead lane arrives; STAGED or 2: after a named barrier
     static_assert(!ARR1 || S.cluster == 1, "one arrival a warpgroup: one block a cluster");
     static_assert(PROBE == 0 || (MODE == TENSOR && STREAM && (PROBE >= 2) == STAGED), "diagnostics: per-tensor");
     static_assert(!STAGED || ((MODE == BLOCK || PROBE >= 2) && STREAM && AHEAD == 1 && S.cluster == 1 && S.bn == 128),
@@ -395,7 +397,8 @@ __device__ __forceinline__ void gemm_fp8(const CUtensorMap& map_a, const CUtenso
                     if (lane < C::CLUSTER) tma::arrive_remote<false>(&empty[s], lane);
                 } else if constexpr (C::ARR1) {
                     // A warp's wgmma wait covers the warpgroup's wgmmas, not its warps' reads of the staged scales.
-                    if constexpr (C::STAGED) asm volatile("bar.sync %0, 128;\n" :: "r"(1 + c) : "memory");
+                    if constexpr (C::STAGED || C::ARRIVALS == 2)
+                        asm volatile("bar.sync %0, 128;\n" :: "r"(1 + c) : "memory");
                     if (warp == 0 && lane == 0) async_copy::mbar_arrive(&empty[s]);
                 } else if (lane == 0) {
                     async_copy::mbar_arrive(&empty[s]);
@@ -711,6 +714,8 @@ FP8_ENTRY(x16_tensor_tmaonly, PROMOTED_TMA_ONLY, TENSOR, )
 // warps first meet at a named barrier (each has read the slot's scales).
 constexpr Shape PROMOTED_ARR1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1, .arrivals = 1};
 FP8_ENTRY(x16_tensor_arr1, PROMOTED_ARR1, TENSOR, )
+constexpr Shape PROMOTED_ARR1_SYNC{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1, .arrivals = 2};
+FP8_ENTRY(x16_tensor_arr1s, PROMOTED_ARR1_SYNC, TENSOR, )
 constexpr Shape BULK_ARR1{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3,
                           .arrivals = 1};
 FP8_ENTRY(x16_block_arr1, BULK_ARR1, BLOCK, )

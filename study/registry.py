@@ -484,7 +484,8 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     # two D buffers a consumer (staged5), read before
     # the chunk's wgmmas (early), or copied by the TMA thread (bulk); diagnostics of the block form's cost on the
     # per-tensor form: its FFMA promotion (ffma), its staging (staged; read early: stearly; with no arrivals on the
-    # full barrier, unread: stnoarr); one arrival a consumer warpgroup frees a ring slot (arr1; block: on bulk).
+    # full barrier, unread: stnoarr); one arrival a consumer warpgroup frees a ring slot (arr1; block: on bulk;
+    # arr1s: after a named barrier of its warps).
     "cuda:16_fp8": {"n192": _fp8("x16_tensor_n192", 192, defines=("FP8_EXPLORE",)),
                     "n192s4": _fp8("x16_tensor_n192s4", 192, defines=("FP8_EXPLORE",)),
                     "b1": _fp8("x16_tensor_b1", 128, defines=("FP8_EXPLORE",)),
@@ -505,6 +506,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                     "nobal": _fp8("fp8_tensor", 128, balance=False),
                     "tmaonly": _fp8("x16_tensor_tmaonly", 128, CudaFp8TmaOnlyLaunch, defines=("FP8_EXPLORE",)),
                     "arr1": _fp8("x16_tensor_arr1", 128, defines=("FP8_EXPLORE",)),
+                    "arr1s": _fp8("x16_tensor_arr1s", 128, defines=("FP8_EXPLORE",)),
                     "stc2": _fp8("x16_tensor_stc2", 128, cluster=2, defines=("FP8_EXPLORE",)),
                     "div": _fp8("x16_tensor_div", 128, defines=("FP8_EXPLORE",))},
     "cuda:16_fp8-row": {"n192": _fp8("x16_row_n192", 192, defines=("FP8_EXPLORE",)),
