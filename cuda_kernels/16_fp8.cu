@@ -8,11 +8,11 @@
 //              Promotion (fp8_tensor, fp8_row, fp8_block; 128x128 tiles, 6 slots), streamed: each chunk's 4
 //              wgmmas start a fresh partial, two partials alternate, chunk k + 1 is issued before chunk k is
 //              waited for (wgmma.wait_group 1), released and added into the fp32 sum (block: fma by sa[m,kb] *
-//              sb[kb,nb]).  fp8_block's scales are staged: the TMA thread bulk-copies a chunk's into its ring
-//              slot beside its operands (their rows pitched to 16-byte runs by the launcher).  fp8_tcacc: the
-//              whole K in the wgmma accumulator (128x256 tiles, 4 slots).  Epilogue: alpha * scale * acc (+ beta
-//              * C), bf16 RN once; stmatrix into 128-byte-swizzled 64x64 pieces and TMA stores when D is 16-byte
-//              aligned, else register stores.
+//              sb[kb,nb]).  fp8_block's scales are staged: the producer's second warp cp.async-copies a chunk's
+//              into its ring slot, arriving on the slot's full barrier.  fp8_tcacc: the whole K in the wgmma
+//              accumulator (128x256 tiles, 4 slots).  Epilogue: alpha * scale * acc (+ beta * C), bf16 RN once;
+//              stmatrix into 128-byte-swizzled 64x64 pieces and TMA stores when D is 16-byte aligned, else
+//              register stores.
 // Reproduces:  no seed covers fp8; promotion is seed 002's lesson (sum outside the tensor core).  Anchors: DeepGEMM's
 //              README and the DeepSeek-V3 report (promotion of the tensor core's partial sums into fp32 every 128 k;
 //              128x128 block scales), triton-lang/triton PR #5461 (Triton's persistent TMA fp8 matmul).
@@ -653,20 +653,15 @@ constexpr Shape PROMOTED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .strea
 FP8_ENTRY(fp8_tensor, PROMOTED, TENSOR, )
 FP8_ENTRY(fp8_row, PROMOTED, ROW, )
 // Block: the scales staged in the ring beside their chunk (a slot's 528 bytes leave room for one D buffer a
-// consumer): 217,280 bytes.  The TMA thread copies them (cp.async.bulk, a k-tile a trip: no spill in its 40
-// registers), the scales' rows pitched to 16 bytes (CudaFp8BulkLaunch).
-constexpr Shape PROMOTED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
-FP8_ENTRY(fp8_block, PROMOTED_BULK, BLOCK, )
+// consumer): 217,280 bytes.
+constexpr Shape PROMOTED_STAGED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 1};
+FP8_ENTRY(fp8_block, PROMOTED_STAGED, BLOCK, )
 // Unpromoted: stage 14's 128x256 (each consumer 64x256, 128 registers), 4 slots of 48 KiB, two D buffers a
 // consumer (stage 14's wgmma_tma).
 constexpr Shape WHOLE_K{.bn = 256, .stages = 4, .cluster = 1, .bufs = 2};
 FP8_ENTRY(fp8_tcacc, WHOLE_K, TCACC, , GROUP_M_TCACC)
 
 #ifdef FP8_EXPLORE
-// The block form's scales staged by the producer's second warp, 4 bytes a cp.async, its lanes arriving on the
-// slot's full barrier (the registered design until the bulk copies).
-constexpr Shape PROMOTED_STAGED{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 1};
-FP8_ENTRY(x16_block_cp4, PROMOTED_STAGED, BLOCK, )
 // 128x192 promoted tiles (a partial and a sum, 96 registers each; 17% fewer operand bytes per output than
 // 128x128): 5 slots of 40 KiB and one D buffer a consumer, or 4 slots and two.
 constexpr Shape WIDE{.bn = 192, .stages = 5, .cluster = 1, .bufs = 1};
@@ -707,6 +702,10 @@ FP8_ENTRY(x16_block_early, STAGED_EARLY, BLOCK, )
 FP8_ENTRY(x16_tensor_stearly, STAGED_EARLY, TENSOR, , GROUP_M, true, 1, 2)
 // Per-tensor, its scales staged by the second producer warp with no arrivals on the full barrier, never read.
 FP8_ENTRY(x16_tensor_stnoarr, PROMOTED_STAGED, TENSOR, , GROUP_M, true, 1, 3)
+// Block scales copied into the slot by the TMA thread (cp.async.bulk, a k-tile a trip: no spill in its 40
+// registers): no second producer warp, no cp.async.  The scales' rows pitched to 16 bytes (CudaFp8BulkLaunch).
+constexpr Shape STAGED_BULK{.bn = 128, .stages = 6, .cluster = 1, .bufs = 1, .stream = 1, .staged_scales = 3};
+FP8_ENTRY(x16_block_bulk, STAGED_BULK, BLOCK, )
 // The registered per-tensor kernel with the TMA-store epilogue only (no register-store paths: 5,512 SASS
 // instructions against fp8_tensor's 14,272), to see whether the kernel's size costs instruction fetches.
 constexpr Shape PROMOTED_TMA_ONLY{.bn = 128, .stages = 6, .cluster = 1, .bufs = 2, .stream = 1, .tma_only = 1};

@@ -362,8 +362,8 @@ def _fp8(entry: str, bn: int, launch: type[CudaFp8Launch] = CudaFp8Launch, **kw)
 
 # The promoted forms' tile is 128x128 (a consumer holds a partial and a sum of 64 registers each; the Gluon twin's
 # tile); tcacc's is stage 14's 128x256 (one accumulator of 128).
-FP8_CUDA = {"": _fp8("fp8_tensor", 128), "-row": _fp8("fp8_row", 128),
-            "-block": _fp8("fp8_block", 128, CudaFp8BulkLaunch), "-tcacc": _fp8("fp8_tcacc", 256)}
+FP8_CUDA = {"": _fp8("fp8_tensor", 128), "-row": _fp8("fp8_row", 128), "-block": _fp8("fp8_block", 128),
+            "-tcacc": _fp8("fp8_tcacc", 256)}
 
 
 def _fp8_stage() -> list[Impl]:
@@ -482,8 +482,7 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
     # registered kernel on one block per SM (nobal), with the TMA-store epilogue only (tmaonly); block scales
     # loaded from global memory by the consumers two chunks ahead (global) or one (ahead1), staged with 5 slots and
     # two D buffers a consumer (staged5), read before
-    # the chunk's wgmmas (early), or by the producer's second warp with cp.async (cp4, the registered design
-    # before the bulk copies); diagnostics of the block form's cost on the
+    # the chunk's wgmmas (early), or copied by the TMA thread (bulk); diagnostics of the block form's cost on the
     # per-tensor form: its FFMA promotion (ffma), its staging (staged; read early: stearly; with no arrivals on the
     # full barrier, unread: stnoarr); one arrival a consumer warpgroup frees a ring slot (arr1; block: on bulk;
     # arr1s: after a named barrier of its warps).
@@ -525,12 +524,11 @@ VARIANTS: dict[str, dict[str, CudaLaunch]] = {
                           "global": _fp8("x16_block_global", 128, defines=("FP8_EXPLORE",)),
                           "staged5": _fp8("x16_block_staged5", 128, defines=("FP8_EXPLORE",)),
                           "early": _fp8("x16_block_early", 128, defines=("FP8_EXPLORE",)),
-                          "cp4": _fp8("x16_block_cp4", 128, defines=("FP8_EXPLORE",)),
+                          "bulk": _fp8("x16_block_bulk", 128, CudaFp8BulkLaunch, defines=("FP8_EXPLORE",)),
                           "arr1": _fp8("x16_block_arr1", 128, CudaFp8BulkLaunch, defines=("FP8_EXPLORE",)),
-                          "regstore": _fp8("fp8_block", 128, CudaFp8BulkLaunch, tma_store=False)},
+                          "regstore": _fp8("fp8_block", 128, tma_store=False)},
     "gluon:16_fp8": {"serial": TritonLaunch("gluon.16_fp8", "gemm_serial")},
-    "gluon:16_fp8-block": {"serial": TritonLaunch("gluon.16_fp8", "gemm_block_serial"),
-                           "global": TritonLaunch("gluon.16_fp8", "gemm_block_global")},
+    "gluon:16_fp8-block": {"serial": TritonLaunch("gluon.16_fp8", "gemm_block_serial")},
     "cuda:16_fp8-tcacc": {"c2": _fp8("x16_tcacc_c2", 256, cluster=2, defines=("FP8_EXPLORE",)),
                           "div": _fp8("x16_tcacc_div", 256, defines=("FP8_EXPLORE",)),
                           "regstore": _fp8("fp8_tcacc", 256, tma_store=False)},

@@ -63,10 +63,6 @@ MAXNREG, LOADER_REGS, CONSUMER_REGS = 168, 40, 232
 
 _SMEM_8 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
 _SMEM_16 = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
-_SMEM_32 = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)   # staged scales: rows as they are
-# A slot's 4 values of sb sit 128 bytes from the next slot's: TMA writes shared memory at 128-byte-aligned
-# addresses (16-byte slots failed with a misaligned address from the second slot on, H100).
-_SB_PITCH = gl.constexpr(8)
 
 
 @gluon.constexpr_function
@@ -91,10 +87,6 @@ class Fp8Parts:
     c_bufs: gl.shared_memory_descriptor
     d_bufs: gl.shared_memory_descriptor
     c_bars: gl.shared_memory_descriptor
-    sa_desc: tma.tensor_descriptor
-    sb_desc: tma.tensor_descriptor
-    sa_ring: gl.shared_memory_descriptor
-    sb_ring: gl.shared_memory_descriptor
     C: gl.tensor
     D: gl.tensor
     ldc: gl.tensor
@@ -112,12 +104,10 @@ class Fp8Parts:
     SCALING: gl.constexpr
     PROMOTE: gl.constexpr
     STREAM: gl.constexpr
-    STAGED: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, a_desc, b_desc, a_ring, b_ring, ready, empty, c_desc, d_desc, c_bufs, d_bufs, c_bars, sa_desc,
-                 sb_desc, sa_ring, sb_ring, C, D, ldc, ldd, SA, SB, M, N, K, alpha, beta, GROUP_M, HAS_C, TMA_STORE,
-                 SCALING, PROMOTE, STREAM, STAGED):
+    def __init__(self, a_desc, b_desc, a_ring, b_ring, ready, empty, c_desc, d_desc, c_bufs, d_bufs, c_bars, C, D,
+                 ldc, ldd, SA, SB, M, N, K, alpha, beta, GROUP_M, HAS_C, TMA_STORE, SCALING, PROMOTE, STREAM):
         self.a_desc = a_desc
         self.b_desc = b_desc
         self.a_ring = a_ring
@@ -129,10 +119,6 @@ class Fp8Parts:
         self.c_bufs = c_bufs
         self.d_bufs = d_bufs
         self.c_bars = c_bars
-        self.sa_desc = sa_desc
-        self.sb_desc = sb_desc
-        self.sa_ring = sa_ring
-        self.sb_ring = sb_ring
         self.C = C
         self.D = D
         self.ldc = ldc
@@ -150,7 +136,6 @@ class Fp8Parts:
         self.SCALING = gl.constexpr(SCALING)
         self.PROMOTE = gl.constexpr(PROMOTE)
         self.STREAM = gl.constexpr(STREAM)
-        self.STAGED = gl.constexpr(STAGED)
 
 
 @gluon.jit
@@ -161,9 +146,6 @@ def _loader(p):
     BK: gl.constexpr = p.a_desc.block_type.shape[1]
     BN: gl.constexpr = p.b_desc.block_type.shape[0]
     STAGES: gl.constexpr = p.a_ring.shape[0]
-    # A chunk's bytes (zero fill counts), its scales' with STAGED (otherwise the descriptors are placeholders)
-    NBYTES: gl.constexpr = p.a_desc.block_type.nbytes + p.b_desc.block_type.nbytes + p.STAGED * (
-        p.sa_desc.block_type.nbytes + p.sb_desc.block_type.nbytes)
     k_tiles = gl.cdiv(p.K, BK)
     tiles = gl.cdiv(p.M, BM) * gl.cdiv(p.N, BN)
     n = 0
@@ -175,13 +157,9 @@ def _loader(p):
             s = n % STAGES
             bar = p.ready.index(s)
             mbarrier.wait(p.empty.index(s), ((n // STAGES) & 1) ^ 1)
-            mbarrier.expect(bar, NBYTES)
+            mbarrier.expect(bar, p.a_desc.block_type.nbytes + p.b_desc.block_type.nbytes)  # zero fill counts
             tma.async_copy_global_to_shared(p.a_desc, [row0, kt * BK], bar, p.a_ring.index(s))
             tma.async_copy_global_to_shared(p.b_desc, [col0, kt * BK], bar, p.b_ring.index(s))
-            if p.STAGED:   # the chunk's scales: sa[kt, row0 ..] and 4 of sb[nb, ..] from kt rounded down to 4
-                tma.async_copy_global_to_shared(p.sa_desc, [kt, row0], bar, p.sa_ring.index(s))
-                tma.async_copy_global_to_shared(p.sb_desc, [col0 // 128, kt // 4 * 4], bar,
-                                                p.sb_ring.index(s * _SB_PITCH))
             n += 1
 
 
@@ -216,31 +194,14 @@ def _issue(p, WG: gl.constexpr, part, n, kt, rows, col0, KB, M64):
     WG_M: gl.constexpr = p.a_ring.shape[1] // 2
     s = n % STAGES
     f = gl.zeros_like(rows).to(gl.float32)
-    if (p.SCALING == 2) & (not p.STAGED):
+    if p.SCALING == 2:
         sa = gl.load(p.SA + kt * M64 + rows, mask=rows < p.M, other=0.0)
         f = sa * gl.load(p.SB + (col0 // 128) * KB + kt)
     mbarrier.wait(p.ready.index(s), (n // STAGES) & 1)
     a = p.a_ring.index(s).slice(WG * WG_M, WG_M, dim=0)
     b = p.b_ring.index(s).permute((1, 0))
     part = warpgroup_mma(a, b, part, use_acc=False, is_async=True)
-    if p.STAGED:   # the slot's scales, read from shared memory while the wgmmas run
-        f = _staged_scales(p, WG, s, kt)
     return part, f
-
-
-@gluon.jit
-def _staged_scales(p, WG: gl.constexpr, s, kt):
-    """sa of this warpgroup's 64 rows times sb of the chunk, from slot s: the rings read as plain rows of floats
-    (their NVMMA layout has no swizzle), sb's 4 values a thread and the one of chunk kt picked in registers."""
-    STAGES: gl.constexpr = p.sa_ring.shape[0]
-    BM: gl.constexpr = p.sa_ring.shape[2]
-    rows_layout: gl.constexpr = gl.SliceLayout(1, _acc_layout(p.b_ring.shape[1]))
-    flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # a stage's row, once indexed
-    sa = p.sa_ring._reinterpret(gl.float32, [STAGES, BM], flat).index(s).slice(WG * (BM // 2), BM // 2)
-    four: gl.constexpr = gl.BlockedLayout([4], [32], [gl.num_warps()], [0])
-    sb = p.sb_ring._reinterpret(gl.float32, [STAGES * _SB_PITCH, 4], flat).index(s * _SB_PITCH).load(four)
-    pick = gl.arange(0, 4, layout=four) == kt % 4
-    return sa.load(rows_layout) * gl.sum(gl.where(pick, sb, 0.0), axis=0)
 
 
 @gluon.jit
@@ -293,8 +254,6 @@ def _consumer(p, WG: gl.constexpr):
     BN: gl.constexpr = p.b_ring.shape[1]
     WG_M: gl.constexpr = BM // 2
     L: gl.constexpr = _acc_layout(BN)
-    if p.STAGED:
-        gl.static_assert((p.SCALING == 2) & p.STREAM, "staged scales: block scaling, the streamed promotion")
     if p.SCALING == 2:
         gl.static_assert(p.PROMOTE, "block scales are applied at promotion")
         gl.static_assert((BK == 128) & (BN == 128), "a chunk and a tile are one 128x128 block of B's scales")
@@ -361,13 +320,12 @@ def _consumer(p, WG: gl.constexpr):
 
 
 @gluon.jit(do_not_specialize=["M", "N", "K"])
-def fp8_kernel(a_desc, b_desc, c_desc, d_desc, sa_desc, sb_desc, C, D, SA, SB, M, N, K, ldc, ldd, alpha, beta,
+def fp8_kernel(a_desc, b_desc, c_desc, d_desc, C, D, SA, SB, M, N, K, ldc, ldd, alpha, beta,
                HAS_C: gl.constexpr, TMA_STORE: gl.constexpr, SCALING: gl.constexpr, PROMOTE: gl.constexpr,
-               STREAM: gl.constexpr, STAGED: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-               LOADER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    """Persistent: the ring, its barriers, the epilogue buffers (TMA_STORE), the scale rings (STAGED) and the three
-    partitions.  Without TMA_STORE, c_desc and d_desc are placeholders (a_desc) and never read; without STAGED,
-    sa_desc and sb_desc."""
+               STREAM: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, LOADER_REGS: gl.constexpr,
+               CONSUMER_REGS: gl.constexpr):
+    """Persistent: the ring, its barriers, the epilogue buffers (TMA_STORE) and the three partitions.  Without
+    TMA_STORE, c_desc and d_desc are placeholders (a_desc) and never read."""
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -387,16 +345,9 @@ def fp8_kernel(a_desc, b_desc, c_desc, d_desc, sa_desc, sb_desc, C, D, SA, SB, M
     else:
         d_bufs = a_ring   # never touched
         c_bufs = a_ring
-    if STAGED:   # a chunk's scales beside its operands: sa of the tile's rows, 4 of sb
-        sa_ring = gl.allocate_shared_memory(gl.float32, [STAGES] + sa_desc.block_type.shape, sa_desc.layout)
-        sb_ring = gl.allocate_shared_memory(gl.float32, [STAGES * _SB_PITCH] + sb_desc.block_type.shape,
-                                            sb_desc.layout)
-    else:
-        sa_ring = a_ring   # never touched
-        sb_ring = a_ring
-    p = Fp8Parts(a_desc, b_desc, a_ring, b_ring, ready, empty, c_desc, d_desc, c_bufs, d_bufs, c_bars, sa_desc,
-                 sb_desc, sa_ring, sb_ring, C, D, as_int64(ldc), as_int64(ldd), SA, SB, M, N, K, alpha, beta, GROUP_M,
-                 HAS_C, TMA_STORE, SCALING, PROMOTE, STREAM, STAGED)
+    p = Fp8Parts(a_desc, b_desc, a_ring, b_ring, ready, empty, c_desc, d_desc, c_bufs, d_bufs, c_bars, C, D,
+                 as_int64(ldc), as_int64(ldd), SA, SB, M, N, K, alpha, beta, GROUP_M, HAS_C, TMA_STORE, SCALING,
+                 PROMOTE, STREAM)
     gl.warp_specialize([(_consumer, (p, gl.constexpr(0))),   # default: warpgroup 0
                         (_consumer, (p, gl.constexpr(1))),   # worker: warpgroup 1
                         (_loader, (p,))],                    # worker: the loader warp
@@ -417,12 +368,10 @@ def _desc(t: torch.Tensor, block: list[int], layout) -> TensorDescriptor:
     return TensorDescriptor(t, [rows, cols], [pitch, 1], block, layout)
 
 
-def launch(p, meta: dict, promote: bool, stream: bool = False, staged: bool = False):
+def launch(p, meta: dict, promote: bool, stream: bool = False):
     """fp8_kernel for ScaledProblem p with `meta`: A and B^T by TMA (16-byte copies refreshed now where
-    needed), D by TMA stores when D and C (if read) allow, else from registers; with `staged`, block scales by
-    TMA too (rows pitched to 16 bytes by study.core.fp8.block_scales_16, copies refreshed now where needed).
-    Returns the compiled kernel."""
-    from study.core.fp8 import block_scales_16, blocks, k_major_16
+    needed), D by TMA stores when D and C (if read) allow, else from registers.  Returns the compiled kernel."""
+    from study.core.fp8 import k_major_16
     a16, bt16, refresh = k_major_16(p)
     refresh()
     meta = dict(meta)
@@ -437,38 +386,23 @@ def launch(p, meta: dict, promote: bool, stream: bool = False, staged: bool = Fa
         c_desc = _desc(p.c, [bm // 2, epi_n], _SMEM_16) if has_c else d_desc   # never read when HAS_C=False
     else:
         c_desc = d_desc = a_desc   # placeholders, never read
-    sa_desc = sb_desc = a_desc   # placeholders, never read unless staged
-    if staged:
-        sa, sb, refresh_scales = block_scales_16(p)
-        refresh_scales()
-        sa_desc = _desc(sa[:, :M], [1, bm], _SMEM_32)            # K / 128 rows of M: zeros past M
-        sb_desc = _desc(sb[:, :blocks(K)], [1, 4], _SMEM_32)     # N / 128 rows of K / 128
-        if has_c and tma_store:
-            meta["STAGES"] -= 1   # C's buffers and the scale rings leave room for 5 slots
     c = p.c if has_c else p.out
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     return fp8_kernel[_g14._persistent_grid(tiles, p.a.device)](
-        a_desc, b_desc, c_desc, d_desc, sa_desc, sb_desc, c, p.out, p.scale_a, p.scale_b, M, N, K, c.stride(0),
-        p.out.stride(0), p.alpha, p.beta, HAS_C=has_c, TMA_STORE=tma_store, SCALING=_SCALING[p.scaling],
-        PROMOTE=promote, STREAM=stream, STAGED=staged, LOADER_REGS=LOADER_REGS, CONSUMER_REGS=CONSUMER_REGS,
-        maxnreg=MAXNREG, **meta)
+        a_desc, b_desc, c_desc, d_desc, c, p.out, p.scale_a, p.scale_b, M, N, K, c.stride(0), p.out.stride(0),
+        p.alpha, p.beta, HAS_C=has_c, TMA_STORE=tma_store, SCALING=_SCALING[p.scaling], PROMOTE=promote, STREAM=stream,
+        LOADER_REGS=LOADER_REGS, CONSUMER_REGS=CONSUMER_REGS, maxnreg=MAXNREG, **meta)
 
 
-def _promoted(p, scaling: str, stream: bool = True, staged: bool = False):
+def _promoted(p, scaling: str, stream: bool = True):
     if p.scaling != scaling:
         raise ValueError(f"gluon:16_fp8: this form takes {scaling} scaling, got {p.scaling}")
-    return launch(p, META, True, stream, staged)
+    return launch(p, META, True, stream)
 
 
 def gemm_serial(p):
     """Tuning variant: per-tensor, each chunk waited for and promoted with nothing else in flight."""
     return _promoted(p, "tensor", False)
-
-
-def gemm_block_global(p):
-    """Tuning variant: block scales loaded by the consumers from global memory (the registered design before the
-    loader copied them), instead of copied into the ring by TMA."""
-    return _promoted(p, "block")
 
 
 def gemm_block_serial(p):
@@ -487,9 +421,8 @@ def gemm_row(p):
 
 
 def gemm_block(p):
-    """Block scales (1x128 of A, 128x128 of B) applied at each promotion, copied into the ring by the loader (TMA)
-    beside their chunk's operands."""
-    return _promoted(p, "block", True, True)
+    """Block scales (1x128 of A, 128x128 of B) applied at each promotion."""
+    return _promoted(p, "block")
 
 
 def gemm_tcacc(p):
