@@ -33,6 +33,47 @@ def test_quantize_round_trip(scaling, M, N, K):
         assert q.float().abs().max() <= fp8.E4M3_MAX
 
 
+@pytest.mark.parametrize("scaling", fp8.SCALINGS)
+def test_quantize_refuses_what_it_cannot_scale(scaling):
+    """NaN, an infinity or a value beyond float32's range would spoil its whole group's scale (e4m3 has no
+    infinity): refused, as are empty, 1-D and complex inputs, before anything is quantized."""
+    g = torch.Generator().manual_seed(7)
+    for quantize in (fp8.quantize_a, fp8.quantize_b):
+        x = torch.randn(40, 300, generator=g)
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            y = x.clone()
+            y[3, 200] = bad
+            with pytest.raises(ValueError, match="NaN, infinite or beyond float32's range"):
+                quantize(y, scaling)
+        with pytest.raises(ValueError, match="beyond float32's range"):
+            quantize(x.double() * 1e39, scaling)
+        for shape in ((0, 5), (5, 0), (7,)):
+            with pytest.raises(ValueError, match="non-empty 2-D matrix"):
+                quantize(torch.ones(shape), scaling)
+        with pytest.raises(TypeError, match="real-valued"):
+            quantize(torch.ones(4, 4, dtype=torch.complex64), scaling)
+        with pytest.raises(ValueError, match="scaling must be one of"):
+            quantize(x, "channel")
+
+
+@pytest.mark.parametrize("scaling", fp8.SCALINGS)
+def test_quantize_tiny_and_zero_groups_stay_finite(scaling):
+    """A group of zeros gets scale 1; a group whose amax / 448 underflows float32 gets float32's smallest normal
+    number, never 0 (0 / 0 would turn the group's zeros into NaN): every scale is positive and finite, and the
+    dequantized operand is finite and within that scale's rounding of the input."""
+    x = torch.zeros(130, 260)
+    x[0, 0] = 1e-43                   # amax / 448 is below float32's smallest subnormal
+    x[5, 140] = -3e-41                # a subnormal scale if not clamped
+    x[129, 259] = 2.5                 # an ordinary group
+    for quantize, op in ((fp8.quantize_a, "a"), (fp8.quantize_b, "b")):
+        q, s = quantize(x, scaling)
+        assert bool(torch.isfinite(s).all()) and bool((s > 0).all()), s
+        back = fp8.dequantize(q, s, scaling, op)
+        assert bool(torch.isfinite(back).all())
+        assert float((back - x.double()).abs().max()) <= 2.5 * 2.0**-4
+        assert float(back[129, 259]) == pytest.approx(2.5, rel=2.0**-4)
+
+
 def _call(name, M=33, N=45, K=300, **over):
     impl = study.get(name)
     a = torch.zeros(M, K).to(fp8.E4M3)

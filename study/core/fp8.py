@@ -118,9 +118,28 @@ def validate_scaled(name: str, scaling: str, dtypes: dict[str, str], out_dtypes:
 # --- quantization (outside the timed GEMM) --------------------------------------------------------------------
 
 def _amax_scale(amax: torch.Tensor) -> torch.Tensor:
-    """The scale that maps |x| <= amax onto e4m3's range (1 where a block is all zeros)."""
+    """The scale that maps |x| <= amax onto e4m3's range: 1 where a group is all zeros, and float32's smallest
+    normal number where amax / 448 falls below it (a scale flushed to zero would make 0 / 0; the group's values
+    then round to e4m3's subnormals or to zero)."""
     amax = amax.float()
-    return torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
+    tiny = torch.finfo(torch.float32).tiny
+    return torch.where(amax > 0, (amax / E4M3_MAX).clamp_min(tiny), torch.ones_like(amax))
+
+
+def _finite_matrix(name: str, x) -> torch.Tensor:
+    """x as float32, refused with a clear error unless it is a non-empty 2-D real matrix whose values are finite
+    in float32 (e4m3 has no infinity, and one NaN or Inf would spoil its whole group's scale)."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.numel() == 0:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{name}: x must be a non-empty 2-D matrix, got {shape}")
+    if x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(f"{name}: x must be real-valued, got {x.dtype}")
+    xf = x.float()
+    bad = int((~torch.isfinite(xf)).sum())
+    if bad:
+        raise ValueError(f"{name}: x holds {bad} value(s) that are NaN, infinite or beyond float32's range; "
+                         "e4m3 scales need finite input")
+    return xf
 
 
 def _block_amax(x: torch.Tensor, rows_per_block: int) -> torch.Tensor:
@@ -133,36 +152,38 @@ def _block_amax(x: torch.Tensor, rows_per_block: int) -> torch.Tensor:
 
 
 def quantize_a(x: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """A (M x K, any float dtype) -> (e4m3 A, row-major; scale_a) with scales from each group's amax."""
+    """A (M x K, any real dtype, finite) -> (e4m3 A, row-major; scale_a) with scales from each group's amax."""
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    x = _finite_matrix("quantize_a", x)
     M, K = x.shape
     if scaling == "tensor":
-        s = _amax_scale(x.float().abs().amax().reshape(1))
+        s = _amax_scale(x.abs().amax().reshape(1))
         full = s.expand(M, K)
     elif scaling == "row":
-        s = _amax_scale(x.float().abs().amax(dim=1))
+        s = _amax_scale(x.abs().amax(dim=1))
         full = s[:, None].expand(M, K)
-    elif scaling == "block":
+    else:
         s = _amax_scale(_block_amax(x, 1))                       # (M, KB)
         full = s.repeat_interleave(BLOCK, dim=1)[:, :K]
         s = column_major(s)
-    else:
-        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
-    q = (x.float() / full).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3).contiguous()
+    q = (x / full).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3).contiguous()
     return q, s.contiguous() if s.dim() == 1 else s
 
 
 def quantize_b(x: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:
     """B (K x N, any float dtype) -> (e4m3 B, K-major; scale_b): per column for "row", per 128 x 128 block for
     "block"."""
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    x = _finite_matrix("quantize_b", x)
     K, N = x.shape
     if scaling in ("tensor", "row"):
         qt, s = quantize_a(x.t(), scaling)                        # a column of B is a row of B^T
         return qt.t(), s
-    if scaling != "block":
-        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     s = _amax_scale(_block_amax(x.t(), BLOCK)).t()                # (KB, NB)
     full = s.repeat_interleave(BLOCK, 0).repeat_interleave(BLOCK, 1)[:K, :N]
-    qt = (x.float() / full).clamp(-E4M3_MAX, E4M3_MAX).t().contiguous().to(E4M3)
+    qt = (x / full).clamp(-E4M3_MAX, E4M3_MAX).t().contiguous().to(E4M3)
     return qt.t(), column_major(s)
 
 

@@ -40,22 +40,31 @@ def _e(v: float) -> str:
 
 
 def figure(acc: pd.DataFrame) -> go.Figure | None:
-    """Relative Frobenius error against K, log-log: a line per implementation, the bf16 floor of each scaling
-    mode dashed grey; hover: the method, its precision, K, both errors."""
+    """Relative Frobenius error against K, log-log: a line per implementation (its dash the scaling mode, its
+    marker the accumulation: circles promoted, crosses unpromoted), the bf16 floor of each scaling mode dashed
+    grey; drawn floor first, then cuBLAS, CUDA, Triton and Gluon; hover: the method, its precision, K, both
+    errors."""
     ok = acc[(acc["error"] == "") & (acc["relerr"] > 0) & (acc["K"] > 0)]
     if ok.empty:
         return None
     fig = go.Figure()
-    for (method, scaling), g in ok.groupby(["method", "scaling"], sort=False):
+    order = ["cublas", *interactive.BACKEND_NAMES]
+    groups = sorted(ok.groupby(["method", "scaling"], sort=False),
+                    key=lambda kv: (kv[0][0] != FLOOR_METHOD, order.index(kv[1]["backend"].iloc[0])
+                                    if kv[1]["backend"].iloc[0] in order else len(order)))
+    for (method, scaling), g in groups:
         g = g.sort_values("K")
         floor = method == FLOOR_METHOD
         backend = g["backend"].iloc[0]
+        unpromoted = str(g["precision"].iloc[0]).endswith("tcacc")
         fig.add_trace(go.Scatter(
             x=g["K"], y=g["relerr"], mode="lines+markers",
             name=f"bf16 rounding of the reference ({scaling})" if floor else f"{method} ({g['precision'].iloc[0]})",
             line=dict(color=FLOOR_COLOUR if floor else interactive.backend_colour(backend),
                       dash="dash" if floor else DASH.get(scaling, "solid"), width=1.2 if floor else 1.8),
-            marker=dict(size=5), meta={"method": method, "scaling": scaling},
+            marker=dict(size=7 if unpromoted else 5, symbol="x-thin-open" if unpromoted else "circle",
+                        line=dict(width=1.5, color=FLOOR_COLOUR if floor else interactive.backend_colour(backend))),
+            meta={"method": method, "scaling": scaling},
             customdata=list(zip(g["precision"], g["max_relerr"].map(_e))),
             hovertemplate=f"{method}<br>%{{customdata[0]}}<br>K = %{{x}}<br>relerr %{{y:.2e}}"
                           "<br>max elementwise %{customdata[1]}<extra></extra>"))
@@ -152,7 +161,8 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> list[str] | None:
     if over:
         pairs = ", ".join(f"{fmt_num(p)} against {fmt_num(h)} TFLOP/s "
                           f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {p / h:.2f}x)" for b, p, h in over)
-        parts.append(f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
+        parts.append(f"cuBLASLt is called through torch._scaled_mm. "
+                     f"Hopper's fp8 wgmma has twice bf16's peak rate (datasheet); at {LESSON_SIZE}³ the per-tensor "
                      f"promoted form runs at {pairs} against bf16 (stage {stages.stage(NUMBER).builds_on}'s main "
                      f"form; for cuBLASLt, cuBLAS's bf16 GEMM{_two_runs(rows)}). Every form is "
                      "judged against float64 of its dequantized operands, so the errors shown leave out the "
@@ -176,9 +186,9 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> list[str] | None:
         k, pro, unp, fast, floor = _largest_k(acc)
         if len(pro) and len(unp):
             parts.append(f"It buys accuracy: at K = {fmt_num(k)} on all-positive inputs the promoted forms' error "
-                         f"stays at {_e(pro.max())}"
+                         f"stays at {pro.max():.2e}"
                          + (f", within {100 * (pro.max() / floor.min() - 1):.0f}% of the bf16 floor "
-                            f"({_e(floor.min())}: the float64 product rounded to bf16)" if len(floor) else "")
+                            f"({floor.min():.2e}: the float64 product rounded to bf16)" if len(floor) else "")
                          + f", while the unpromoted forms' grows to {_e(unp.max())}"
                          + (f" (cuBLASLt's fast accumulation: {_e(fast.max())})" if len(fast) else "") + ".")
     return parts or None
@@ -229,7 +239,8 @@ def extra(report_dir: Path, stale: set = frozenset()) -> dict:
                f"direction and its error grows with K).  D is bf16: the grey dashed lines are the floor, the "
                f"error of the float64 reference itself rounded to bf16 on the same inputs, measured at "
                f"{floor_text(acc)}; no bf16 D can do better.  Solid, dotted and dash-dotted: per-tensor, "
-               f"row-wise and block scales.")
+               f"row-wise and block scales; circles: promoted every 128 k (fp32acc), crosses: the whole K in the "
+               f"tensor core (tcacc).  Drawn cuBLAS first, then CUDA, Triton and Gluon.")
     same = _coinciding(acc)
     if same:
         caption += f"  {same}"
@@ -251,4 +262,4 @@ def _coinciding(acc: pd.DataFrame) -> str:
     same = [p for p, g in ok.groupby("precision")
             if g["backend"].nunique() > 1 and (g.groupby("K")["relerr"].nunique() == 1).all()]
     return (f"The CUDA, Triton and Gluon forms give the same error at every K in {', '.join(sorted(same))}: "
-            f"their lines coincide (the Gluon line, drawn last, covers the others).") if same else ""
+            f"their lines coincide (the Gluon line, drawn last of the three, covers the others).") if same else ""
