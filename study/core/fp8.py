@@ -16,6 +16,11 @@ Column-major is torch._scaled_mm's layout for block scales: element (m, kb) of s
 column-major (the transposed view `bt.t()` of a row-major N x K matrix).  The rest of the GEMM contract is
 study.core.contract's.  The float64 reference is of the dequantized operands, so the scales are the caller's
 choice: `quantize` is one way to pick them, outside any timed GEMM.
+
+Range: the forms apply alpha, beta and the scales in float32 (the epilogue, and block scaling's per-chunk
+factor scale_a * scale_b), so each of them and their products must lie within float32's range; beyond it D
+holds infinities, as float32 arithmetic gives.  The scales' values live on the GPU and are not read before a
+launch; non-finite scales are the caller's, and propagate into D.
 """
 from __future__ import annotations
 
