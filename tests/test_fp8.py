@@ -87,8 +87,7 @@ def _call(name, M=33, N=45, K=300, **over):
 @pytest.mark.parametrize("name", FP8)
 def test_fp8_contract_refuses_before_launch(name):
     """Each refusal names the implementation and what is wrong: A not K-major, B not K-major (row-major B), no
-    scales, scales of another mode's shape, a block scale stored row-major, scales that are not float32, an alpha
-    or beta beyond float32 (the epilogues' precision)."""
+    scales, scales of another mode's shape, a block scale stored row-major, scales that are not float32."""
     impl = study.get(name)
     M, N, K = 33, 45, 300
     assert _call(name).mnk == (M, N, K)
@@ -98,12 +97,6 @@ def test_fp8_contract_refuses_before_launch(name):
         _call(name, b=torch.zeros(K, N).to(fp8.E4M3))
     with pytest.raises(TypeError, match=rf"{name}: {impl.scaling} scaling needs scale_a"):
         _call(name, scale_a=None)
-    a, b, c = torch.zeros(M, K).to(fp8.E4M3), torch.zeros(N, K).to(fp8.E4M3).t(), torch.zeros(M, N).bfloat16()
-    sa, sb = fp8.unit_scales(impl.scaling, M, N, K)
-    for alpha, beta, label in ((-1e39, 0.0, "alpha"), (1.0, 1e39, "beta")):   # finite doubles, not float32s
-        with pytest.raises(ValueError, match=rf"{name}: {label}=-?1e\+39 overflows float32"):
-            fp8.validate_scaled(name, impl.scaling, impl.dtypes, impl.out_dtypes, a, b, c, alpha, beta, None, sa, sb,
-                                allow_cpu=True)
     with pytest.raises(TypeError, match=rf"{name}: scale_b must be float32"):
         _call(name, scale_b=torch.ones(fp8.scale_shapes(impl.scaling, M, N, K)[1], dtype=torch.float64))
     wrong = {"tensor": (M,), "row": (1,), "block": (M,)}[impl.scaling]
