@@ -36,7 +36,7 @@ TOP_STALLS = 3
 # (column of the counter frame, panel title, scale, floor): what each counter panel shows; a panel is drawn where
 # some bar's value (scaled) is above its floor (an fp32 SIMT stage's tensor pipe is idle: no panel).
 COUNTERS = (("tensor_pct", "tensor pipe %", 1.0, 1.0), ("dram_bytes", "DRAM MB", 1e-6, 0.0),
-            ("l2_bytes", "L2 MB", 1e-6, 0.0), ("conflicts", "bank conflicts (M)", 1e-6, 0.0))
+            ("l2_bytes", "L2 MB", 1e-6, 0.0), ("conflicts", "bank conflicts (millions)", 1e-6, 0.0))
 ORDER = {s.number: i for i, s in enumerate(STAGES)}
 
 
@@ -133,7 +133,8 @@ def figure(s: Stage, prev: Stage | None, bars_: list[dict], prof: pd.DataFrame |
     stalls = [c for c in (prof.columns if prof is not None else []) if c.startswith("stall_")]
     totals = {c: sum(g[c] for g in got if g is not None and pd.notna(g.get(c))) for c in stalls}
     top = [c for c in sorted(totals, key=totals.get, reverse=True) if totals[c] > 0][:TOP_STALLS]
-    titles = [f"{_unit(bars_[0]['row'])} (p20–p80)", *(t for _, t, _ in panels)] + (["top stalls (warps per issue)"] if top else [])
+    titles = [f"{_unit(bars_[0]['row'])} (p20–p80)", *(t for _, t, _ in panels)]
+    titles += ["top stalls (warps per issue)"] if top else []
     widths = [2.2] + [1.0] * (len(titles) - 1)
     fig = make_subplots(rows=1, cols=len(titles), shared_yaxes=True, horizontal_spacing=0.015,
                         column_widths=widths, subplot_titles=titles)

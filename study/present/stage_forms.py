@@ -30,7 +30,7 @@ FOLD_ABOVE = 14          # a dtype's table of more forms than this starts folded
 COUNTER_NAMES = {"tensor_pct": "tensor pipe active %", "issue_pct": "issue slots busy %", "l2_bytes": "L2 MB",
                  "dram_bytes": "DRAM MB", "smem_st_conflicts": "shared-store bank conflicts",
                  "smem_ld_conflicts": "shared-load bank conflicts", "occupancy_pct": "occupancy %",
-                 "instructions": "instructions (M)"}
+                 "instructions": "instructions (millions)"}
 
 
 def suffix(s: Stage, impl: str) -> str | None:
