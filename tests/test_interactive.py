@@ -511,12 +511,25 @@ def test_size_sweep_draws_the_best_form_per_backend(h100):
     assert all(every.args[0]["visible"])
 
 
+def test_a_lopsided_spread_shows_both_sides():
+    """A spread reads ± only where its throughput range is near symmetric: a slow tail (p80 time 8.5% above the
+    median, p20 0.3% below) shows both sides, so that no one reads the lower side as 4.4%."""
+    from study.present.spread import spread_text
+    row = {"ms": 1.0, "tflops": 1000.0}
+    assert spread_text({**row, "ms_p20": 0.997, "ms_p80": 1.085}) == " \u22127.8/+0.3%"
+    assert spread_text({**row, "ms_p20": 0.997, "ms_p80": 1.003}) == " ±0.3%"
+    assert spread_text({**row, "ms_p20": 0.9996, "ms_p80": 1.0004}) == " ±<0.1%"
+    assert spread_text({**row, "ms_p20": 0.999, "ms_p80": 1.006}) == " ±0.4%"    # lopsided, but under 1%
+    assert spread_text({"tflops": 1000.0}) == ""
+
+
 def test_hover_states_spread_clock_and_power_limit(h100):
     """A row timed well below the GPU's highest clock says power-limited in its hover."""
     df, _ = h100
     fig = ia.size_sweep_figure(df, "square", max_clock=1980)
     texts = [row[3] for t in fig.data if t.customdata is not None for row in t.customdata]
-    assert all("±" in x and "MHz" in x for x in texts if x)
+    spread = re.compile(r"±|\u2212\d+\.\d/\+\d+\.\d%")      # symmetric, or a lopsided spread's two sides
+    assert all(spread.search(x) and "MHz" in x for x in texts if x)
     limited = df[df["sm_clock_mhz"] < 0.95 * 1980]
     assert len(limited) and any("power-limited" in x for x in texts)
 

@@ -97,9 +97,9 @@ def _pct(r: pd.Series, base: pd.Series | None, baseline: str) -> float | None:
 
 
 def compact(r: pd.Series) -> str:
-    """"45.6 ±0.3%": a table cell's value and its spread (the clock goes in the cell's title)."""
-    s = spread.spread_pct(r)
-    return fmt_num(float(r["tflops"])) + ("" if s is None else " ±<0.1%" if s < 0.05 else f" ±{s:.1f}%")
+    """"45.6 ±0.3%" (or "1,488 −7.8/+0.3%", spread.spread_text): a table cell's value and its spread (the clock
+    goes in the cell's title)."""
+    return fmt_num(float(r["tflops"])) + spread.spread_text(r)
 
 
 def form_steps(df: pd.DataFrame, ladder: Ladder, n: int) -> list[dict]:

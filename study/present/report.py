@@ -210,7 +210,8 @@ def readme_block(report_dir: Path, stale: set | None = None) -> str:
     commits = ", ".join(sorted(set(df["commit"])))
     lines = [BEGIN.format(dir=report_dir.name), "",
              f"Measured on {_on(df, env)} (`reports/{report_dir.name}/`, commit {commits}, torch "
-             f"{env.get('torch', '?')}, triton {env.get('triton', '?')}): TFLOP/s ± half the p20–p80 spread of up to "
+             f"{env.get('torch', '?')}, triton {env.get('triton', '?')}): TFLOP/s ± half the p20–p80 spread "
+             f"(−low/+high where lopsided) of up to "
              f"{int(df['reps'].max()) if len(df) else 0} calls, at {ladder.reference_size(df) or '?'}³, each stage's "
              f"main form (a row per scaling mode where a stage has several).", ""]
     if stale:

@@ -38,6 +38,23 @@ def spread_pct(r) -> float | None:
     return 50.0 * (p80 - p20) / ms
 
 
+LOPSIDED = 2.0        # a spread whose one side is this many times the other (and at least 1%) is written as two
+
+
+def spread_text(r) -> str:
+    """A figure's spread as a suffix: " ±0.3%" (half the p20-p80 width, " ±<0.1%" below 0.05%), or, where the
+    throughput range is lopsided, its two sides: " -7.8/+0.3%" (a slow tail), so that neither reads as symmetric."""
+    s, rng, t = spread_pct(r), throughput_range(r), _f(r.get("tflops"))
+    if s is None:
+        return ""
+    if rng and t:
+        lo, hi = 100.0 * (rng[0] / t - 1.0), 100.0 * (rng[1] / t - 1.0)
+        wide, narrow = max(-lo, hi), min(-lo, hi)
+        if wide >= 1.0 and wide > LOPSIDED * max(narrow, 0.0):
+            return f" \u2212{-lo:.1f}/+{hi:.1f}%"
+    return " ±<0.1%" if s < 0.05 else f" ±{s:.1f}%"
+
+
 def power_limited(r, max_clock_mhz) -> bool:
     clk, top = _f(r.get("sm_clock_mhz")), _f(max_clock_mhz)
     return bool(clk and top and clk < POWER_LIMITED_FRACTION * top)
@@ -57,8 +74,7 @@ def fmt_measure(r, max_clock_mhz=None, unit: str = "") -> str:
     if t is None:
         return ""
     text = fmt_num(t, 4) + (f" {unit}" if unit else "")
-    if (s := spread_pct(r)) is not None:
-        text += f" ±{s:.1f}%"
+    text += spread_text(r)
     if (clk := _f(r.get("sm_clock_mhz"))) is not None:
         text += f" @{clk:.0f} MHz"
     if power_limited(r, max_clock_mhz):
@@ -91,7 +107,8 @@ def protocol(reps, max_clock_mhz=None) -> str:
     calls = f"{counts[0]}–{counts[-1]}" if len(counts) > 1 else (str(counts[0]) if counts else "up to 200")
     top = _f(max_clock_mhz)
     return (f"Each figure is the median of {calls} back-to-back calls, the L2 flushed before each; ± is half its "
-            "p20–p80 spread and @MHz NVML's mean SM clock over the timed calls. A row below "
+            "p20–p80 spread (written −low/+high where one side is over twice the other) and @MHz NVML's mean SM "
+            "clock over the timed calls. A row below "
             f"{100 * POWER_LIMITED_FRACTION:.0f}% of the maximum clock{f' ({top:.0f} MHz)' if top else ''} ran "
             f"power-limited: it is marked, and where its call takes at least {IDLE_MIN_CALL_MS:g} ms it was also "
             f"timed with the GPU idle for at least {IDLE_GAP_MS:g} ms (and the call's own time) before each call: "
