@@ -174,7 +174,10 @@ def lesson(df: pd.DataFrame, acc: pd.DataFrame | None) -> list[str] | None:
                      + ", ".join(f"{fmt_num(p)} against {fmt_num(u)} TFLOP/s unpromoted "
                                  f"({interactive.BACKEND_NAMES.get(b, 'cuBLASLt')}, {100 * (1 - p / u):.0f}% slower)"
                                  for b, p, u in speed)
-                     + "; our unpromoted forms also run larger tiles (128x256 against 128x128).")
+                     + "; our unpromoted forms also run larger tiles (128x256 against 128x128)"
+                     + (", and Triton's promoted form waits for each chunk's dot before adding it (its pipeliner keeps "
+                        "no other dot in flight), so its gap is not promotion's alone" if any(b == "triton" for b, _, _
+                                                                                             in speed) else "") + ".")
     if block:
         parts.append("Block scales (1x128 of A, 128x128 of B, applied at each promotion) cost speed against "
                      "per-tensor ones: at "
