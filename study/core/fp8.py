@@ -131,9 +131,11 @@ def _amax_scale(amax: torch.Tensor) -> torch.Tensor:
     return torch.where(amax > 0, (amax / E4M3_MAX).clamp_min(tiny), torch.ones_like(amax))
 
 
-def _finite_matrix(name: str, x) -> torch.Tensor:
-    """x as float32, refused with a clear error unless it is a non-empty 2-D real matrix whose values are finite
-    in float32 (e4m3 has no infinity, and one NaN or Inf would spoil its whole group's scale)."""
+def _finite_matrix(name: str, x, scaling: str) -> torch.Tensor:
+    """x as float32, refused with a clear error unless `scaling` is a mode and x a non-empty 2-D real matrix whose
+    values are finite in float32 (e4m3 has no infinity, and one NaN or Inf would spoil its whole group's scale)."""
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.numel() == 0:
         shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"{name}: x must be a non-empty 2-D matrix, got {shape}")
@@ -158,9 +160,11 @@ def _block_amax(x: torch.Tensor, rows_per_block: int) -> torch.Tensor:
 
 def quantize_a(x: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:
     """A (M x K, any real dtype, finite) -> (e4m3 A, row-major; scale_a) with scales from each group's amax."""
-    if scaling not in SCALINGS:
-        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
-    x = _finite_matrix("quantize_a", x)
+    return _quantize_rows(_finite_matrix("quantize_a", x, scaling), scaling)
+
+
+def _quantize_rows(x: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """quantize_a of a checked float32 x."""
     M, K = x.shape
     if scaling == "tensor":
         s = _amax_scale(x.abs().amax().reshape(1))
@@ -179,12 +183,10 @@ def quantize_a(x: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tenso
 def quantize_b(x: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:
     """B (K x N, any float dtype) -> (e4m3 B, K-major; scale_b): per column for "row", per 128 x 128 block for
     "block"."""
-    if scaling not in SCALINGS:
-        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
-    x = _finite_matrix("quantize_b", x)
+    x = _finite_matrix("quantize_b", x, scaling)
     K, N = x.shape
     if scaling in ("tensor", "row"):
-        qt, s = quantize_a(x.t(), scaling)                        # a column of B is a row of B^T
+        qt, s = _quantize_rows(x.t(), scaling)                    # a column of B is a row of B^T
         return qt.t(), s
     s = _amax_scale(_block_amax(x.t(), BLOCK)).t()                # (KB, NB)
     full = s.repeat_interleave(BLOCK, 0).repeat_interleave(BLOCK, 1)[:K, :N]

@@ -440,9 +440,7 @@ def drop_stale(path: Path) -> int:
     from study.measure import evidence
     if not Path(path).exists():
         return 0
-    stale = {_key(r) for r in evidence.stale_rows(path)}
-    shard.write_rows(Path(path), [r for r in shard.read_rows(Path(path)) if _key(r) not in stale])
-    return len(stale)
+    return drop_calls(path, {_key(r) for r in evidence.stale_rows(path)})
 
 
 def check(report_dir: Path, current: bool = True) -> list[str]:

@@ -3,8 +3,8 @@ was held down by the power limit, and whether two measurements differ by more th
 
 Every timed row (results.csv) carries ms (the median), ms_p20 and ms_p80 (the 20th and 80th percentiles of the
 same timed calls) and sm_clock_mhz (NVML's mean over them); a row that ran power-limited also carries ms_idle and
-sm_clock_idle_mhz, the same call timed with the GPU left idle before each call (study/measure/timing.py).  Throughput is work / time, so the row's p20 time
-is its p80 throughput and vice versa.  One helper for every page, table, hover and generated sentence.
+sm_clock_idle_mhz, the same call timed with the GPU left idle before each call (study/measure/timing.py).
+Throughput is work / time, so the row's p20 time is its p80 throughput and vice versa.  One helper for every page, table, hover and generated sentence.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ LOPSIDED = 2.0        # a spread whose one side is this many times the other (an
 
 def spread_text(r) -> str:
     """A figure's spread as a suffix: " ±0.3%" (half the p20-p80 width, " ±<0.1%" below 0.05%), or, where the
-    throughput range is lopsided, its two sides: " -7.8/+0.3%" (a slow tail), so that neither reads as symmetric."""
+    throughput range is lopsided, its two sides: " −7.8/+0.3%" (a slow tail), so that neither reads as symmetric."""
     s, rng, t = spread_pct(r), throughput_range(r), _f(r.get("tflops"))
     if s is None:
         return ""
